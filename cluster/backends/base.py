@@ -1,0 +1,82 @@
+"""The one interface every cluster backend implements (style.md §6). No Django imports here or in backends.
+
+The portal's database is the source of truth for what *should* run; a backend runs it and reports what *is*.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """Everything a backend needs to start one run of a job on the nodes the scheduler gave it."""
+
+    job_id: int
+    run: int  # the job's run_count: a requeued job is a new run with its own working directory
+    name: str
+    user: str
+    nodes: tuple[str, ...]  # allocated node names, in rank order
+    accelerators: dict[str, tuple[int, ...]]  # accelerator indices per node
+    time_limit_seconds: int
+    command: str = ""
+    script: str = ""
+    environment: dict[str, str] = field(default_factory=dict)
+    prologue: str = ""
+    partition: str = ""
+    account: str = ""
+    cpus_per_node: int = 1
+    memory_per_node_mb: int = 0
+
+
+@dataclass(frozen=True)
+class BackendStatus:
+    """What the backend knows of one job. `state` uses Slurm's words (vocab.states.JobState values)."""
+
+    backend_job_id: str
+    state: str
+    exit_code: int | None = None
+    started_at: float | None = None  # unix time
+    ended_at: float | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class LogChunk:
+    text: str
+    offset: int  # byte offset to pass next time (tail -f by polling)
+    size: int  # current size of the log in bytes
+
+
+class BackendUnavailable(RuntimeError):
+    """The backend cannot be reached now; callers retry with backoff."""
+
+
+class ClusterBackend(ABC):
+    name: str = ""
+    # True when the backend places jobs itself (Slurm); False when aipool's scheduler allocates nodes (local).
+    schedules_itself: bool = False
+
+    @abstractmethod
+    def submit(self, spec: LaunchSpec) -> str:
+        """Start the job; idempotent: submitting the same (job_id, run) again returns the same id, starts nothing."""
+
+    @abstractmethod
+    def cancel(self, backend_job_id: str) -> None:
+        """Stop every process of the job; a job already ended is left alone."""
+
+    @abstractmethod
+    def poll(self, backend_job_ids: list[str]) -> dict[str, BackendStatus]:
+        """Status of each id. An id the backend has no trace of is reported with state NODE_FAIL, reason 'lost'."""
+
+    @abstractmethod
+    def read_log(self, backend_job_id: str, stream: str = "stdout", offset: int = 0, limit: int = 1 << 20) -> LogChunk:
+        """Text of the job's stdout or stderr from byte `offset` (at most `limit` bytes)."""
+
+    def inventory(self) -> dict:
+        """The pool description (same shape as cluster/pools/*.yaml) as the backend sees it."""
+        return {}
+
+    def sync_limits(self, associations: list[dict]) -> None:  # noqa: B027 - optional hook
+        """Push tenant/group limits into the backend when it enforces them itself (Slurm). Local: nothing to do."""
