@@ -36,6 +36,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -97,7 +98,10 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = DATA_DIR / "static"
-STATICFILES_DIRS = [BASE_DIR / "portal" / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
 
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
@@ -141,4 +145,13 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("AIPOOL_LOG_LEVEL", "INFO")},
+}
+
+# Seconds in one job-time-limit minute. 60 in production; tests and demos shorten it to watch TIMEOUT happen.
+AIPOOL_SECONDS_PER_MINUTE = env_int("AIPOOL_SECONDS_PER_MINUTE", 60)
+AIPOOL_KILL_GRACE_SECONDS = env_int("AIPOOL_KILL_GRACE_SECONDS", 10)
+
+# Periodic tasks, all in one place.
+CELERY_BEAT_SCHEDULE = {
+    "reconcile-and-schedule": {"task": "jobs.tasks.reconcile", "schedule": float(AIPOOL_RECONCILE_SECONDS)},
 }

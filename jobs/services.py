@@ -1,0 +1,193 @@
+"""Write operations on jobs (style.md §2): atomic, audited, Celery work enqueued after commit."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from jobs.admission import check_association_limits, resolve
+from jobs.models import Job, JobEvent
+from jobs.spec import JobSpec
+from tenants.models import Group, GroupMember, Membership, Role
+from tenants.services import audit, lock_association_chain
+from vocab.states import FINAL_STATES, JobState, Reason, can_transition
+
+
+class IdempotencyConflict(Exception):
+    """The Idempotency-Key was used before with a different request body (HTTP 409)."""
+
+    def __init__(self, job: Job):
+        super().__init__(f"Idempotency-Key already used for job {job.pk} with a different request")
+        self.job = job
+
+
+def request_hash(*, group: Group, spec: JobSpec) -> str:
+    body = json.dumps({"group": group.name, **spec.canonical()}, sort_keys=True, default=str)
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+def _check_may_submit(user, group: Group) -> None:
+    role = Membership.objects.filter(user=user, tenant_id=group.tenant_id).values_list("role", flat=True).first()
+    if user.is_staff and role is None:
+        return
+    if role is None or not GroupMember.objects.filter(user=user, group=group).exists():
+        raise PermissionDenied(f"you are not a member of group {group.name}")
+    if role == Role.VIEWER:
+        raise PermissionDenied(f"viewers cannot submit jobs (your role in {group.tenant.name} is viewer)")
+
+
+def _enforce_submit_limit(chain) -> None:
+    for assoc in chain:
+        if assoc.grp_submit_jobs is None:
+            continue
+        if isinstance(assoc, Group):
+            active = Job.objects.active().under_group_path(assoc.path).count()
+        else:
+            active = Job.objects.active().filter(tenant=assoc).count()
+        if active + 1 > assoc.grp_submit_jobs:
+            raise ValidationError(
+                {"group": [f"{assoc.name} has {active} of {assoc.grp_submit_jobs} jobs pending or running (GrpSubmitJobs)"]}
+            )
+
+
+def job_submit(*, user, group: Group, spec: JobSpec, idempotency_key: str | None = None) -> tuple[Job, bool]:
+    """Create a PENDING job; returns (job, created). Same key and body → the existing job, created False."""
+    digest = request_hash(group=group, spec=spec)
+    if idempotency_key:
+        existing = Job.objects.filter(user=user, idempotency_key=idempotency_key).first()
+        if existing is not None:
+            return _replay(existing, digest)
+    try:
+        return _submit(user=user, group=group, spec=spec, idempotency_key=idempotency_key, digest=digest), True
+    except IntegrityError:
+        # A concurrent request with the same key won the race: answer like a replay.
+        existing = Job.objects.filter(user=user, idempotency_key=idempotency_key).first()
+        if existing is None:
+            raise
+        return _replay(existing, digest)
+
+
+def _replay(existing: Job, digest: str) -> tuple[Job, bool]:
+    if existing.request_hash != digest:
+        raise IdempotencyConflict(existing)
+    return existing, False
+
+
+@transaction.atomic
+def _submit(*, user, group: Group, spec: JobSpec, idempotency_key: str | None, digest: str) -> Job:
+    _check_may_submit(user, group)
+    resolved = resolve(group=group, spec=spec)
+    tenant, groups = lock_association_chain(group)
+    chain = [tenant, *groups]
+    check_association_limits(chain=chain, spec=spec, resolved=resolved)
+    _enforce_submit_limit(chain)
+    now = timezone.now()
+    job = Job.objects.create(
+        tenant=tenant,
+        group=group,
+        user=user,
+        partition=resolved.partition,
+        name=spec.name,
+        nodes=spec.nodes,
+        accelerators_per_node=spec.accelerators_per_node,
+        cpus_per_node=resolved.cpus_per_node,
+        memory_per_node=resolved.memory_per_node,
+        time_limit=spec.time_limit,
+        topology_aware=spec.topology_aware,
+        max_switches=spec.max_switches,
+        command=spec.command,
+        script=spec.script,
+        environment=spec.environment,
+        runtime=resolved.runtime,
+        eligible_at=now,
+        idempotency_key=idempotency_key or None,
+        request_hash=digest,
+        reason=Reason.NONE,
+    )
+    JobEvent.objects.create(job=job, at=now, from_state="", to_state=JobState.PENDING, cause=f"submitted by {user.username}")
+    audit(actor=user, action="job.submit", target=job, tenant=tenant)
+    _after_commit_schedule()
+    return job
+
+
+def _after_commit_schedule() -> None:
+    from jobs.tasks import schedule_pass
+
+    transaction.on_commit(lambda: schedule_pass.delay())
+
+
+def transition(job: Job, to_state: str, *, cause: str, reason: str = Reason.NONE, **fields) -> bool:
+    """Move `job` from the state it was read in to `to_state` with a conditional UPDATE; False if it moved meanwhile."""
+    if not can_transition(job.state, to_state):
+        raise ValueError(f"job {job.pk}: {job.state} → {to_state} is not a valid transition")
+    now = fields.pop("at", None) or timezone.now()
+    if to_state in FINAL_STATES:
+        fields.setdefault("ended_at", now)
+    updated = Job.objects.filter(pk=job.pk, state=job.state, run_count=job.run_count).update(
+        state=to_state, reason=reason, **fields
+    )
+    if not updated:
+        return False
+    JobEvent.objects.create(job=job, at=now, from_state=job.state, to_state=to_state, reason=reason, cause=cause)
+    job.state, job.reason = to_state, reason
+    for key, value in fields.items():
+        setattr(job, key, value)
+    return True
+
+
+@transaction.atomic
+def job_cancel(*, user, job: Job) -> Job:
+    job = Job.objects.select_for_update().get(pk=job.pk)
+    if job.state in FINAL_STATES:
+        raise ValidationError({"state": [f"job {job.pk} has already ended ({job.state})"]})
+    backend_job_id = job.backend_job_id
+    was_running = job.state == JobState.RUNNING
+    transition(job, JobState.CANCELLED, cause=f"cancelled by {user.username}")
+    audit(actor=user, action="job.cancel", target=job, tenant=job.tenant)
+    if was_running and backend_job_id:
+        from jobs.tasks import cancel_on_backend
+
+        transaction.on_commit(lambda: cancel_on_backend.delay(job.backend, backend_job_id))
+    _after_commit_schedule()
+    return job
+
+
+@transaction.atomic
+def job_requeue(*, user, job: Job) -> Job:
+    """Put a job back in the queue (``scontrol requeue``): a RUNNING job is stopped first; its next run is new."""
+    job = Job.objects.select_for_update().get(pk=job.pk)
+    if job.state == JobState.PENDING:
+        raise ValidationError({"state": [f"job {job.pk} is already pending"]})
+    backend, backend_job_id = job.backend, job.backend_job_id
+    was_running = job.state == JobState.RUNNING
+    transition(
+        job,
+        JobState.PENDING,
+        cause=f"requeued by {user.username}",
+        run_count=job.run_count + 1,
+        allocation={},
+        nodelist=[],
+        switches=[],
+        backend_job_id="",
+        exit_code=None,
+        started_at=None,
+        ended_at=None,
+        eligible_at=timezone.now(),
+    )
+    audit(actor=user, action="job.requeue", target=job, tenant=job.tenant)
+    if was_running and backend_job_id:
+        from jobs.tasks import cancel_on_backend
+
+        transaction.on_commit(lambda: cancel_on_backend.delay(backend, backend_job_id))
+    _after_commit_schedule()
+    return job
+
+
+def job_finish(*, job: Job, state: str, exit_code: int | None, reason: str, cause: str, ended_at: datetime | None) -> bool:
+    """Record the end of a run the backend reported (called by reconcile, inside its transaction)."""
+    return transition(job, state, cause=cause, reason=reason, exit_code=exit_code, at=ended_at or timezone.now())

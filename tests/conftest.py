@@ -1,0 +1,56 @@
+import pytest
+
+from cluster.models import Partition
+from tenants.models import Role
+from tests.factories import GroupFactory, NodeFactory, PartitionFactory, SwitchFactory, TenantFactory, UserFactory, make_member
+
+
+@pytest.fixture
+def pool(db):
+    """The embedded default shape: 4 nodes x 8 accelerators on 2 leaf switches, one default partition 'main'."""
+    leaf0, leaf1 = SwitchFactory(name="leaf0"), SwitchFactory(name="leaf1")
+    nodes = [NodeFactory(name=f"node{i}", switch=leaf0 if i <= 2 else leaf1) for i in range(1, 5)]
+    main = PartitionFactory(name="main", is_default=True)
+    main.nodes.set(nodes)
+    return main
+
+
+@pytest.fixture
+def world(pool):
+    """Two tenants, each with a group, a member, an admin and a viewer; acme's group has GrpTRES accelerator=16."""
+
+    class World:
+        pass
+
+    w = World()
+    w.partition = pool
+    w.acme = TenantFactory(name="acme")
+    w.globex = TenantFactory(name="globex")
+    w.ai_team = GroupFactory(name="ai-team", tenant=w.acme, partitions=[pool], grp_tres={"gres/accelerator": 16})
+    w.rivals = GroupFactory(name="rivals", tenant=w.globex, partitions=[pool])
+    w.alice = make_member(UserFactory(username="alice"), w.ai_team)
+    w.bob = make_member(UserFactory(username="bob"), w.ai_team)
+    w.ada = make_member(UserFactory(username="ada"), w.ai_team, role=Role.ADMIN)
+    w.vic = make_member(UserFactory(username="vic"), w.ai_team, role=Role.VIEWER)
+    w.mallory = make_member(UserFactory(username="mallory"), w.rivals)
+    w.staff = UserFactory(username="root", is_staff=True, is_superuser=True)
+    return w
+
+
+@pytest.fixture
+def default_partition(db):
+    return Partition.objects.get(is_default=True)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_runtime(settings, tmp_path):
+    """Each test gets its own data dir (job working dirs, logs) and runs Celery tasks inline: no broker needed."""
+    from portal.celery import app
+
+    settings.DATA_DIR = tmp_path / "data"
+    settings.DATA_DIR.mkdir()
+    settings.AIPOOL_KILL_GRACE_SECONDS = 1
+    previous = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = previous
