@@ -54,7 +54,9 @@ class Partition(models.Model):
     class Meta:
         ordering = ["name"]
         constraints = [
-            models.UniqueConstraint(fields=["is_default"], condition=models.Q(is_default=True), name="one_default_partition")
+            models.UniqueConstraint(
+                fields=["is_default"], condition=models.Q(is_default=True), name="one_default_partition"
+            )
         ]
 
     def __str__(self) -> str:

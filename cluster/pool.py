@@ -29,7 +29,10 @@ def read_pool_file(path: str | Path) -> dict:
 @transaction.atomic
 def load_pool(data: dict) -> None:
     defaults = data.get("node_defaults", {})
-    spines = {name: Switch.objects.update_or_create(name=name, defaults={"parent": None})[0] for name in data.get("spines", [])}
+    spines = {
+        name: Switch.objects.update_or_create(name=name, defaults={"parent": None})[0]
+        for name in data.get("spines", [])
+    }
     for leaf_name, leaf in data["leaves"].items():
         spine = spines.get(leaf.get("spine"))
         if spine is None:

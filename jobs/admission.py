@@ -29,9 +29,8 @@ class Resolved:
 
 def resolve(*, group: Group, spec: JobSpec) -> Resolved:
     partition = _partition(group, spec)
-    shape = (
-        partition.nodes.exclude(state=NodeState.DOWN)
-        .aggregate(acc=Max("accelerators"), cpus=Max("cpus"), mem=Max("memory_mb"))
+    shape = partition.nodes.exclude(state=NodeState.DOWN).aggregate(
+        acc=Max("accelerators"), cpus=Max("cpus"), mem=Max("memory_mb")
     )
     count = partition.nodes.exclude(state=NodeState.DOWN).count()
     errors: dict[str, list[str]] = {}
@@ -48,7 +47,8 @@ def resolve(*, group: Group, spec: JobSpec) -> Resolved:
         errors["cpus_per_node"] = [f"{cpus} requested, nodes in partition '{partition.name}' have {shape['cpus']}"]
     if memory > shape["mem"]:
         errors["memory_per_node"] = [
-            f"{format_memory(memory)} requested, nodes in partition '{partition.name}' have {format_memory(shape['mem'])}"
+            f"{format_memory(memory)} requested, "
+            f"nodes in partition '{partition.name}' have {format_memory(shape['mem'])}"
         ]
     if partition.max_time is not None and spec.time_limit > partition.max_time:
         errors["time_limit"] = [
@@ -77,7 +77,9 @@ def _partition(group: Group, spec: JobSpec) -> Partition:
             raise ValidationError({"partition": [f"unknown partition '{spec.partition}'"]})
     if allowed and partition not in allowed:
         names = ", ".join(p.name for p in allowed)
-        raise ValidationError({"partition": [f"group {group.name} may not use partition '{partition.name}' (allowed: {names})"]})
+        raise ValidationError(
+            {"partition": [f"group {group.name} may not use partition '{partition.name}' (allowed: {names})"]}
+        )
     return partition
 
 
@@ -118,8 +120,11 @@ def check_association_limits(*, chain: list[Tenant | Group], spec: JobSpec, reso
             errors.setdefault("time_limit", []).append(
                 f"{format_minutes(spec.time_limit)} requested, {owner} MaxWall is {format_minutes(assoc.max_wall)}"
             )
-        for label, limits in (("MaxTRESPerJob", assoc.max_tres_per_job), ("GrpTRES", assoc.grp_tres),
-                              ("MaxTRESPerUser", assoc.max_tres_per_user)):
+        for label, limits in (
+            ("MaxTRESPerJob", assoc.max_tres_per_job),
+            ("GrpTRES", assoc.grp_tres),
+            ("MaxTRESPerUser", assoc.max_tres_per_user),
+        ):
             for name, cap in (limits or {}).items():
                 if request.get(name, 0) > cap:
                     errors.setdefault(_field_for(name), []).append(_over(owner, label, name, request[name], cap))
@@ -136,7 +141,4 @@ def _field_for(tres_name: str) -> str:
 def _over(owner: str, label: str, name: str, requested: int, cap: int) -> str:
     if name == MEM:
         return f"{format_memory(requested)} memory requested in total, {owner} {label} is {format_memory(cap)}"
-    return (
-        f"{requested} {tres_label(name)} requested in total, {owner} {label} is {cap} "
-        f"(over by {requested - cap})"
-    )
+    return f"{requested} {tres_label(name)} requested in total, {owner} {label} is {cap} (over by {requested - cap})"

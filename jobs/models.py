@@ -43,7 +43,12 @@ class JobQuerySet(TenantScopedQuerySet):
             node=Sum("nodes"),
             accel=Sum(F("nodes") * F("accelerators_per_node")),
         )
-        return {CPU: totals["cpu"] or 0, MEM: totals["mem"] or 0, NODE: totals["node"] or 0, ACCEL: totals["accel"] or 0}
+        return {
+            CPU: totals["cpu"] or 0,
+            MEM: totals["mem"] or 0,
+            NODE: totals["node"] or 0,
+            ACCEL: totals["accel"] or 0,
+        }
 
 
 class Runtime(models.Model):
@@ -163,3 +168,6 @@ class SchedulerLock(models.Model):
 
     id = models.PositiveSmallIntegerField(primary_key=True, default=1)
     last_pass_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"scheduler lock (last pass {self.last_pass_at})"

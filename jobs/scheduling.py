@@ -122,12 +122,18 @@ def _add_consumed_minutes(
         .exclude(state__in=[JobState.PENDING, JobState.RUNNING])
         .exclude(started_at=None)
         .exclude(ended_at=None)
-        .values_list("group_id", "started_at", "ended_at", "nodes", "accelerators_per_node", "cpus_per_node",
-                     "memory_per_node")
+        .values_list(
+            "group_id", "started_at", "ended_at", "nodes", "accelerators_per_node", "cpus_per_node", "memory_per_node"
+        )
     )
     for group_id, started, ended_at, nodes, apn, cpn, mpn in ended.iterator():
         minutes = max(0.0, (ended_at - started).total_seconds() / 60)
-        spent = {CPU: nodes * cpn * minutes, MEM: nodes * mpn * minutes, NODE: nodes * minutes, ACCEL: nodes * apn * minutes}
+        spent = {
+            CPU: nodes * cpn * minutes,
+            MEM: nodes * mpn * minutes,
+            NODE: nodes * minutes,
+            ACCEL: nodes * apn * minutes,
+        }
         for key in chains.get(group_id, ()):
             totals = usage.setdefault(key, AssocUsage()).tres_mins
             for name, value in spent.items():
@@ -143,8 +149,13 @@ def run_pass() -> list[int]:
         pending = list(Job.objects.pending().select_related("partition", "user").order_by("submitted_at", "id"))
         if not pending:
             return []
-        decisions = schedule(load_nodes(), [request_for(j, chains) for j in pending], limits, load_usage(chains, limits),
-                             timezone.now().timestamp())
+        decisions = schedule(
+            load_nodes(),
+            [request_for(j, chains) for j in pending],
+            limits,
+            load_usage(chains, limits),
+            timezone.now().timestamp(),
+        )
         started = _apply(decisions, {j.pk: j for j in pending})
         lock.last_pass_at = timezone.now()
         lock.save(update_fields=["last_pass_at"])

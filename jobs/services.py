@@ -6,6 +6,7 @@ import hashlib
 import json
 from datetime import datetime
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -32,6 +33,9 @@ def request_hash(*, group: Group, spec: JobSpec) -> str:
 
 
 def _check_may_submit(user, group: Group) -> None:
+    if settings.AIPOOL_BACKEND == "local" and not settings.AIPOOL_LOCAL_BACKEND_OPEN and not user.is_staff:
+        # The local backend runs commands as the portal's OS user: an operator may keep it to staff.
+        raise PermissionDenied("the local backend is restricted to staff on this pool (AIPOOL_LOCAL_BACKEND_OPEN)")
     role = Membership.objects.filter(user=user, tenant_id=group.tenant_id).values_list("role", flat=True).first()
     if user.is_staff and role is None:
         return
@@ -51,7 +55,11 @@ def _enforce_submit_limit(chain) -> None:
             active = Job.objects.active().filter(tenant=assoc).count()
         if active + 1 > assoc.grp_submit_jobs:
             raise ValidationError(
-                {"group": [f"{assoc.name} has {active} of {assoc.grp_submit_jobs} jobs pending or running (GrpSubmitJobs)"]}
+                {
+                    "group": [
+                        f"{assoc.name} has {active} of {assoc.grp_submit_jobs} jobs pending or running (GrpSubmitJobs)"
+                    ]
+                }
             )
 
 
@@ -109,7 +117,9 @@ def _submit(*, user, group: Group, spec: JobSpec, idempotency_key: str | None, d
         request_hash=digest,
         reason=Reason.NONE,
     )
-    JobEvent.objects.create(job=job, at=now, from_state="", to_state=JobState.PENDING, cause=f"submitted by {user.username}")
+    JobEvent.objects.create(
+        job=job, at=now, from_state="", to_state=JobState.PENDING, cause=f"submitted by {user.username}"
+    )
     audit(actor=user, action="job.submit", target=job, tenant=tenant)
     _after_commit_schedule()
     return job
@@ -188,6 +198,8 @@ def job_requeue(*, user, job: Job) -> Job:
     return job
 
 
-def job_finish(*, job: Job, state: str, exit_code: int | None, reason: str, cause: str, ended_at: datetime | None) -> bool:
+def job_finish(
+    *, job: Job, state: str, exit_code: int | None, reason: str, cause: str, ended_at: datetime | None
+) -> bool:
     """Record the end of a run the backend reported (called by reconcile, inside its transaction)."""
     return transition(job, state, cause=cause, reason=reason, exit_code=exit_code, at=ended_at or timezone.now())

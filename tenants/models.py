@@ -160,7 +160,9 @@ class AuditLogQuerySet(TenantScopedQuerySet):
 
 class AuditLog(models.Model):
     at = models.DateTimeField(auto_now_add=True, db_index=True)
-    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     tenant = models.ForeignKey(Tenant, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     action = models.CharField(max_length=64)
     target_type = models.CharField(max_length=64)

@@ -89,7 +89,9 @@ def group_create(
     if Group.objects.filter(name=name).exists():
         raise ValidationError({"name": f"group {name!r} already exists"})
     if parent is not None and parent.tenant_id != tenant.pk:
-        raise ValidationError({"parent": f"parent group {parent.name} belongs to tenant {parent.tenant.name}, not {tenant.name}"})
+        raise ValidationError(
+            {"parent": f"parent group {parent.name} belongs to tenant {parent.tenant.name}, not {tenant.name}"}
+        )
     if default_partition is None and partitions:
         default_partition = next((p for p in partitions if p.is_default), partitions[0])
     _check_partitions(partitions, default_partition)
@@ -121,7 +123,12 @@ def group_create(
 
 @transaction.atomic
 def group_update(
-    *, actor, group: Group, partitions: Iterable | None = None, default_partition=..., shares: int | None = None,
+    *,
+    actor,
+    group: Group,
+    partitions: Iterable | None = None,
+    default_partition=...,
+    shares: int | None = None,
     description: str | None = None,
 ) -> Group:
     group = Group.objects.select_for_update().get(pk=group.pk)
@@ -134,7 +141,10 @@ def group_update(
         changes["partitions"] = [sorted(p.name for p in current_parts), sorted(p.name for p in new_parts)]
         group.allowed_partitions.set(new_parts)
     if new_default != group.default_partition:
-        changes["default_partition"] = [getattr(group.default_partition, "name", None), getattr(new_default, "name", None)]
+        changes["default_partition"] = [
+            getattr(group.default_partition, "name", None),
+            getattr(new_default, "name", None),
+        ]
         group.default_partition = new_default
     if shares is not None and shares != group.shares:
         if shares < 1:
@@ -160,7 +170,9 @@ def group_delete(*, actor, group: Group) -> None:
         group.delete()
     except ProtectedError as exc:
         # Jobs reference their group with PROTECT: accounting history outlives quota changes.
-        raise ValidationError(f"group {group.name} has jobs; it is kept for accounting (clear its limits instead)") from exc
+        raise ValidationError(
+            f"group {group.name} has jobs; it is kept for accounting (clear its limits instead)"
+        ) from exc
 
 
 # --- limits ----------------------------------------------------------------------------------------------------
@@ -241,7 +253,13 @@ def membership_remove(*, actor, user, tenant: Tenant) -> None:
     membership = Membership.objects.filter(user=user, tenant=tenant).first()
     if membership is None:
         raise ValidationError(f"user {user.username} is not a member of tenant {tenant.name}")
-    audit(actor=actor, action="membership.remove", target=membership, tenant=tenant, changes={"role": [membership.role, None]})
+    audit(
+        actor=actor,
+        action="membership.remove",
+        target=membership,
+        tenant=tenant,
+        changes={"role": [membership.role, None]},
+    )
     membership.delete()
 
 
@@ -249,11 +267,20 @@ def membership_remove(*, actor, user, tenant: Tenant) -> None:
 def group_member_add(*, actor, user, group: Group) -> GroupMember:
     if not Membership.objects.filter(user=user, tenant_id=group.tenant_id).exists():
         raise ValidationError(
-            {"group": f"user {user.username} is not a member of tenant {group.tenant.name}, which owns group {group.name}"}
+            {
+                "group": f"user {user.username} is not a member of tenant {group.tenant.name}, "
+                f"which owns group {group.name}"
+            }
         )
     member, created = GroupMember.objects.get_or_create(user=user, group=group)
     if created:
-        audit(actor=actor, action="group.member.add", target=member, tenant=group.tenant, changes={"user": [None, user.username]})
+        audit(
+            actor=actor,
+            action="group.member.add",
+            target=member,
+            tenant=group.tenant,
+            changes={"user": [None, user.username]},
+        )
     return member
 
 
@@ -262,7 +289,13 @@ def group_member_remove(*, actor, user, group: Group) -> None:
     member = GroupMember.objects.filter(user=user, group=group).first()
     if member is None:
         raise ValidationError(f"user {user.username} is not in group {group.name}")
-    audit(actor=actor, action="group.member.remove", target=member, tenant=group.tenant, changes={"user": [user.username, None]})
+    audit(
+        actor=actor,
+        action="group.member.remove",
+        target=member,
+        tenant=group.tenant,
+        changes={"user": [user.username, None]},
+    )
     member.delete()
 
 

@@ -2,7 +2,15 @@ import pytest
 
 from cluster.models import Partition
 from tenants.models import Role
-from tests.factories import GroupFactory, NodeFactory, PartitionFactory, SwitchFactory, TenantFactory, UserFactory, make_member
+from tests.factories import (
+    GroupFactory,
+    NodeFactory,
+    PartitionFactory,
+    SwitchFactory,
+    TenantFactory,
+    UserFactory,
+    make_member,
+)
 
 
 @pytest.fixture
@@ -50,7 +58,19 @@ def _isolated_runtime(settings, tmp_path):
     settings.DATA_DIR = tmp_path / "data"
     settings.DATA_DIR.mkdir()
     settings.AIPOOL_KILL_GRACE_SECONDS = 1
+    # Real password hashing costs ~0.3 s per user; tests create many users.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     previous = app.conf.task_always_eager
     app.conf.task_always_eager = True
     yield
     app.conf.task_always_eager = previous
+    _stop_leftover_jobs(settings.DATA_DIR / "cluster")
+
+
+def _stop_leftover_jobs(root):
+    """Tests that leave jobs running (a queue kept busy on purpose) must not leave processes behind."""
+    from cluster.backends.local import LocalBackend
+
+    backend = LocalBackend(root=root, kill_grace_seconds=0.5)
+    for run_dir in root.glob("jobs/*/run-*"):
+        backend.cancel(f"{run_dir.parent.name}.{run_dir.name.removeprefix('run-')}")

@@ -56,7 +56,10 @@ def parse_tres(text: str, *, allow_clear: bool = True) -> dict[str, int]:
         raw_name, raw_value = (part.strip() for part in item.split("=", 1))
         name = ALIASES.get(raw_name.lower())
         if name is None:
-            raise TRESError(f"unknown TRES {raw_name!r}: known are {', '.join(KNOWN_TRES)} (accelerator is short for gres/accelerator)")
+            raise TRESError(
+                f"unknown TRES {raw_name!r}: known are {', '.join(KNOWN_TRES)} "
+                "(accelerator is short for gres/accelerator)"
+            )
         if name in result:
             raise TRESError(f"TRES {name!r} given twice")
         result[name] = _parse_value(name, raw_value, allow_clear=allow_clear)

@@ -18,13 +18,12 @@ import tempfile
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from cluster.backends import shepherd as sh
 from cluster.backends.base import BackendStatus, ClusterBackend, LaunchSpec, LogChunk
 
-REPO_ROOT = (
-    Path(__file__).resolve().parents[2]
-)  # holds the `cluster` package, so `python -m` finds the shepherd
+REPO_ROOT = Path(__file__).resolve().parents[2]  # holds the `cluster` package, so `python -m` finds the shepherd
 LAUNCH_WINDOW_SECONDS = 30.0  # a run without a shepherd this long after its submission is lost
 BACKEND_ID = re.compile(r"^(\d+)\.(\d+)$")
 STREAM = re.compile(r"^(stdout|stderr)(\.\d+)?$")
@@ -43,7 +42,7 @@ class LocalBackend(ClusterBackend):
         self.python = python
 
     @classmethod
-    def from_settings(cls, settings: object) -> LocalBackend:
+    def from_settings(cls, settings: Any) -> LocalBackend:
         return cls(
             root=Path(settings.DATA_DIR) / "cluster",
             kill_grace_seconds=float(getattr(settings, "AIPOOL_KILL_GRACE_SECONDS", 10)),
@@ -77,9 +76,7 @@ class LocalBackend(ClusterBackend):
     def poll(self, backend_job_ids: list[str]) -> dict[str, BackendStatus]:
         return {backend_job_id: self._status(backend_job_id) for backend_job_id in backend_job_ids}
 
-    def read_log(
-        self, backend_job_id: str, stream: str = "stdout", offset: int = 0, limit: int = 1 << 20
-    ) -> LogChunk:
+    def read_log(self, backend_job_id: str, stream: str = "stdout", offset: int = 0, limit: int = 1 << 20) -> LogChunk:
         if not STREAM.match(stream):
             raise ValueError(f"unknown log stream {stream!r}: use stdout, stderr, stdout.N or stderr.N")
         if offset < 0 or limit <= 0:
@@ -123,9 +120,7 @@ class LocalBackend(ClusterBackend):
         rundir.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{rundir.name}.", dir=rundir.parent))
         try:
-            sh.write_json_atomic(
-                tmp / "spec.json", {**asdict(spec), "kill_grace_seconds": self.kill_grace_seconds}
-            )
+            sh.write_json_atomic(tmp / "spec.json", {**asdict(spec), "kill_grace_seconds": self.kill_grace_seconds})
             if spec.script:
                 (tmp / "script.sh").write_text(spec.script)
             (tmp / "lock").touch()
@@ -245,9 +240,7 @@ def _trim_partial_char(data: bytes, more_follows: bool) -> bytes:
     for back in range(1, min(4, len(data)) + 1):
         byte = data[-back]
         if byte & 0xC0 != 0x80:  # the last lead (or ASCII) byte
-            needed = (
-                2 if byte & 0xE0 == 0xC0 else 3 if byte & 0xF0 == 0xE0 else 4 if byte & 0xF8 == 0xF0 else 1
-            )
+            needed = 2 if byte & 0xE0 == 0xC0 else 3 if byte & 0xF0 == 0xE0 else 4 if byte & 0xF8 == 0xF0 else 1
             if needed > back and (len(data) > back or not more_follows):
                 return data[:-back]
             return data

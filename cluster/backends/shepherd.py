@@ -19,6 +19,7 @@ node, copies their output into log files, enforces the time limit, honours cance
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -43,10 +44,10 @@ REASON_NON_ZERO_EXIT = "NonZeroExitCode"
 REASON_TIME_LIMIT = "TimeLimit"
 REASON_CANCELLED = "Cancelled"
 
-LOCK_RETRY_SECONDS = (
-    2.0  # the backend's own probes hold the lock for microseconds; don't mistake one for a shepherd
-)
+# The backend's own probes hold the lock for microseconds; a shepherd must not mistake one for a rival.
+LOCK_RETRY_SECONDS = 2.0
 TICK_SECONDS = 0.05
+KILL_WAIT_SECONDS = 2.0  # for SIGKILLed processes to be gone (more only if stuck in the kernel)
 MAX_LINE_BYTES = 1 << 16  # a task that never writes a newline must not grow the shepherd's memory
 
 
@@ -106,16 +107,26 @@ def signal_task(task: dict, sig: int) -> int:
 
 
 def kill_tasks(tasks: list[dict], grace: float) -> None:
-    """SIGTERM every process of the tasks, then SIGKILL what is left after `grace` seconds."""
-    if not any([signal_task(task, signal.SIGTERM) for task in tasks]):
+    """SIGTERM every process of the tasks, SIGKILL what is left after `grace` seconds, and wait for the end.
+
+    Waiting after SIGKILL too means that a final status written afterwards has no processes left behind.
+    """
+    for task in tasks:
+        signal_task(task, signal.SIGTERM)
+    if wait_gone(tasks, grace):
         return
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        if not any(group_members(task["pgid"], task["start_time"]) for task in tasks):
-            return
-        time.sleep(TICK_SECONDS)
     for task in tasks:
         signal_task(task, signal.SIGKILL)
+    wait_gone(tasks, KILL_WAIT_SECONDS)
+
+
+def wait_gone(tasks: list[dict], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while any(group_members(task["pgid"], task["start_time"]) for task in tasks):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(TICK_SECONDS)
+    return True
 
 
 def read_tasks(rundir: Path) -> list[dict]:
@@ -210,11 +221,20 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+# Only these pass from the portal's environment into a job: the worker's own settings (secret key, database URL,
+# broker credentials) must never reach user code.
+INHERITED = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TZ", "TMPDIR", "TERM")
+
+
+def inherited_environment() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k in INHERITED or k.startswith("LC_")}
+
+
 def task_environment(spec: dict, rank: int, master_port: int, rundir: Path) -> dict[str, str]:
     nodes = spec["nodes"]
     node = nodes[rank]
     accelerators = ",".join(str(i) for i in spec["accelerators"].get(node, []))
-    env = {**os.environ, **spec.get("environment", {})}
+    env = {**inherited_environment(), **spec.get("environment", {})}
     env.update(
         {
             "AIPOOL_JOB_ID": str(spec["job_id"]),
@@ -288,7 +308,7 @@ class Sink:
     """An append-only log file shared by several pump threads; each line is written whole and flushed."""
 
     def __init__(self, path: Path) -> None:
-        self.file = open(path, "ab", buffering=0)  # noqa: SIM115 - lives as long as the shepherd
+        self.file = open(path, "ab", buffering=0)  # unbuffered: readable by read_log as soon as written
         self.lock = threading.Lock()
 
     def write(self, line: bytes) -> None:
@@ -367,21 +387,13 @@ class Shepherd:
         return None, ""
 
     def stop(self) -> None:
-        records = [task.record() for task in self.tasks]
-        for record in records:
-            signal_task(record, signal.SIGTERM)
-        deadline = time.monotonic() + self.grace
-        while time.monotonic() < deadline and any(task.proc.poll() is None for task in self.tasks):
-            time.sleep(TICK_SECONDS)
-        for record in records:
-            signal_task(record, signal.SIGKILL)
+        kill_tasks([task.record() for task in self.tasks], self.grace)
         for task in self.tasks:
             task.proc.wait()
 
     def finish(self, forced_state: str | None, reason: str) -> None:
         # As Slurm ends a step: nothing of the job outlives it (stray writers would hold the pipes open).
-        for task in self.tasks:
-            signal_task(task.record(), signal.SIGKILL)
+        kill_tasks([task.record() for task in self.tasks], grace=0)
         for task in self.tasks:
             for thread in task.pumps:
                 thread.join(timeout=5)
@@ -393,9 +405,7 @@ class Shepherd:
             state, reason = COMPLETED, ""
         else:
             state, reason = FAILED, REASON_NON_ZERO_EXIT
-        summary = [
-            {"rank": t.rank, "node": t.node, "exit_code": c} for t, c in zip(self.tasks, codes, strict=True)
-        ]
+        summary = [{"rank": t.rank, "node": t.node, "exit_code": c} for t, c in zip(self.tasks, codes, strict=True)]
         write_status(self.rundir, state, first_failure or 0, reason, summary)
 
     def finish_launch_failure(self, exc: OSError) -> None:
@@ -436,9 +446,11 @@ def main(argv: list[str]) -> int:
         shepherd.run()
     except Exception:
         traceback.print_exc()  # into shepherd.log
-        kill_tasks(read_tasks(rundir), shepherd.grace)
-        if not (rundir / "status.json").exists():
-            write_status(rundir, NODE_FAIL, None, "shepherd error", [])
+        # From memory: the run directory itself may be what went wrong (deleted, disk full).
+        kill_tasks([task.record() for task in shepherd.tasks], shepherd.grace)
+        with contextlib.suppress(OSError):
+            if not (rundir / "status.json").exists():
+                write_status(rundir, NODE_FAIL, None, "shepherd error", [])
         return 1
     return 0
 

@@ -1,9 +1,10 @@
-"""The local backend runs jobs as real processes: these tests start them (a few seconds in all), no database."""
+"""The local backend runs jobs as real processes: these tests start them (seconds in all); no database."""
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -14,7 +15,7 @@ import pytest
 
 from cluster.backends import shepherd
 from cluster.backends.base import BackendStatus, LaunchSpec
-from cluster.backends.local import LocalBackend
+from cluster.backends.local import REPO_ROOT, LocalBackend
 from cluster.backends.shepherd import compress_hostlist
 from vocab.states import JobState
 
@@ -77,7 +78,9 @@ def backend(tmp_path: Path) -> Iterator[LocalBackend]:
         backend.cancel(backend_job_id)
 
 
-def test_multi_node_job_gets_one_task_per_node_with_slurm_and_torch_environment(backend: LocalBackend) -> None:
+def test_multi_node_job_gets_one_task_per_node_with_slurm_and_torch_environment(
+    backend: LocalBackend,
+) -> None:
     command = (
         "echo RANK=$RANK WORLD_SIZE=$WORLD_SIZE SLURM_NNODES=$SLURM_NNODES SLURM_PROCID=$SLURM_PROCID"
         " SLURM_JOB_NODELIST=$SLURM_JOB_NODELIST SLURMD_NODENAME=$SLURMD_NODENAME MASTER_PORT=$MASTER_PORT"
@@ -216,15 +219,34 @@ def test_submitting_again_or_from_a_restarted_worker_runs_the_job_once(backend: 
     assert counter.read_text() == "ran\n"
 
 
-def test_job_survives_the_backend_object_going_away(tmp_path: Path) -> None:
-    backend = LocalBackend(root=tmp_path, kill_grace_seconds=1)
-    backend_job_id = backend.submit(make_spec("sleep 2; echo done"))
-    wait_for(lambda: status(backend, backend_job_id).state == "RUNNING")
-    del backend
+SUBMIT_AND_EXIT = """\
+import sys
+from pathlib import Path
+from cluster.backends.base import LaunchSpec
+from cluster.backends.local import REPO_ROOT, LocalBackend
+spec = LaunchSpec(
+    job_id=5, run=1, name="t", user="u", nodes=("node1",), accelerators={}, time_limit_seconds=60,
+    command="sleep 2; echo done",
+)
+print(LocalBackend(root=Path(sys.argv[1])).submit(spec))
+"""
+
+
+def test_job_survives_the_process_that_submitted_it(tmp_path: Path) -> None:
+    # Submit from a worker process that then exits, as a Celery worker restarting would.
+    worker = subprocess.run(
+        [sys.executable, "-c", SUBMIT_AND_EXIT, str(tmp_path)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    )
+    backend_job_id = worker.stdout.strip()
 
     restarted = LocalBackend(root=tmp_path, kill_grace_seconds=1)
 
-    assert status(restarted, backend_job_id).state == "RUNNING"
+    assert status(restarted, backend_job_id).state in ("PENDING", "RUNNING")
     assert final_status(restarted, backend_job_id).state == "COMPLETED"
     assert restarted.read_log(backend_job_id).text == "done\n"
 
@@ -305,3 +327,13 @@ def test_final_states_are_slurm_job_states() -> None:
 )
 def test_compress_hostlist(names: list[str], expected: str) -> None:
     assert compress_hostlist(names) == expected
+
+
+def test_portal_secrets_do_not_reach_the_job(tmp_path, monkeypatch):
+    from cluster.backends.shepherd import inherited_environment
+
+    monkeypatch.setenv("DJANGO_SECRET_KEY", "s3cret")
+    monkeypatch.setenv("DATABASE_URL", "postgres://user:pw@db/aipool")
+    env = inherited_environment()
+    assert "DJANGO_SECRET_KEY" not in env and "DATABASE_URL" not in env
+    assert env["PATH"]

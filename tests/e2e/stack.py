@@ -50,7 +50,12 @@ class Stack:
 
     def manage(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True, text=True, check=check,
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=check,
             timeout=120,
         )
 
@@ -62,17 +67,46 @@ class Stack:
     def start_worker(self) -> None:
         log = open(self.data_dir / "worker.log", "ab")  # noqa: SIM115 - lives as long as the process
         self.worker = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "portal", "worker", "-B", "--concurrency", "2", "--loglevel",
-             "INFO", "--schedule", str(self.data_dir / "beat-schedule")],
-            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "portal",
+                "worker",
+                "-B",
+                "--concurrency",
+                "2",
+                "--loglevel",
+                "INFO",
+                "--schedule",
+                str(self.data_dir / "beat-schedule"),
+            ],
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
 
     def start_web(self) -> None:
         log = open(self.data_dir / "web.log", "ab")  # noqa: SIM115
         self.web = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "portal.wsgi:application", "--bind", f"127.0.0.1:{self.port}",
-             "--workers", "2"],
-            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "portal.wsgi:application",
+                "--bind",
+                f"127.0.0.1:{self.port}",
+                "--workers",
+                "2",
+            ],
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
 
     @staticmethod

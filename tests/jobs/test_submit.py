@@ -105,3 +105,11 @@ def test_runtime_adds_its_environment_and_prologue(world):
     Runtime.objects.create(name="ai-suite/2.1", environment={"AI_SUITE": "2.1"}, prologue="export FROM_PROLOGUE=yes")
     job, _ = job_submit(user=world.alice, group=world.ai_team, spec=spec(runtime="ai-suite/2.1"))
     assert job.runtime.name == "ai-suite/2.1"
+
+
+def test_operator_can_restrict_the_local_backend_to_staff(world, settings):
+    settings.AIPOOL_LOCAL_BACKEND_OPEN = False
+    with pytest.raises(PermissionDenied, match="restricted to staff"):
+        job_submit(user=world.alice, group=world.ai_team, spec=spec())
+    job, _ = job_submit(user=world.staff, group=world.ai_team, spec=spec())
+    assert job.user == world.staff

@@ -10,8 +10,15 @@ from scheduler.placement import min_switches_needed
 def pool(switches=2, per_switch=2, accelerators=8):
     return [
         NodeView(
-            name=f"n{s}{i}", switch=f"leaf{s}", partitions=frozenset({"main"}), accelerators=accelerators, cpus=64,
-            memory_mb=512 * 1024, free_accelerators=list(range(accelerators)), free_cpus=64, free_memory_mb=512 * 1024,
+            name=f"n{s}{i}",
+            switch=f"leaf{s}",
+            partitions=frozenset({"main"}),
+            accelerators=accelerators,
+            cpus=64,
+            memory_mb=512 * 1024,
+            free_accelerators=list(range(accelerators)),
+            free_cpus=64,
+            free_memory_mb=512 * 1024,
         )
         for s in range(switches)
         for i in range(per_switch)
@@ -19,8 +26,19 @@ def pool(switches=2, per_switch=2, accelerators=8):
 
 
 def job(job_id, nodes=1, apn=8, assoc=("tenant:a", "group:g"), user="u", **kw):
-    return JobRequest(id=job_id, partition="main", nodes=nodes, accelerators_per_node=apn, cpus_per_node=8,
-                      memory_per_node=1024, time_limit=60, associations=assoc, user=user, submitted_at=job_id, **kw)
+    return JobRequest(
+        id=job_id,
+        partition="main",
+        nodes=nodes,
+        accelerators_per_node=apn,
+        cpus_per_node=8,
+        memory_per_node=1024,
+        time_limit=60,
+        associations=assoc,
+        user=user,
+        submitted_at=job_id,
+        **kw,
+    )
 
 
 def test_jobs_start_in_submit_order_until_resources_run_out():

@@ -44,16 +44,40 @@ class Command(BaseCommand):
     def _worker(self) -> subprocess.Popen:
         # Beat is embedded in the worker: one process tree to start and stop for the embedded default.
         return subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "portal", "worker", "-B", "--loglevel", "INFO",
-             "--concurrency", str(env_int("AIPOOL_WORKER_CONCURRENCY", 2)),
-             "--schedule", settings.CELERY_BEAT_SCHEDULE_FILENAME],
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "portal",
+                "worker",
+                "-B",
+                "--loglevel",
+                "INFO",
+                "--concurrency",
+                str(env_int("AIPOOL_WORKER_CONCURRENCY", 2)),
+                "--schedule",
+                settings.CELERY_BEAT_SCHEDULE_FILENAME,
+            ],
             env=os.environ.copy(),
         )
 
     def _web(self, host: str, port: int, workers: int) -> subprocess.Popen:
         return subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "portal.wsgi:application", "--bind", f"{host}:{port}",
-             "--workers", str(workers), "--access-logfile", "-", "--timeout", "60"],
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "portal.wsgi:application",
+                "--bind",
+                f"{host}:{port}",
+                "--workers",
+                str(workers),
+                "--access-logfile",
+                "-",
+                "--timeout",
+                "60",
+            ],
             env=os.environ.copy(),
         )
 
