@@ -1,7 +1,8 @@
 """Form fields and forms that take association limits in sacctmgr's syntax.
 
-A person types limits the way Slurm prints them (``gres/accelerator=800,cpu=512``, ``3-00:00:00``); the fields parse
-them with the same rules as the CLI (``tenants.limits.parse_limit_value``) and show stored values formatted back.
+A person types limits the way Slurm prints them (``gres/accelerator=800,cpu=512``, ``3-00:00:00``); the fields
+parse them with the same rules as the CLI (``tenants.limits.parse_limit_value``) and show stored values
+formatted back.
 The forms only validate: saving goes through ``tenants.services`` so every change lands in the audit log.
 """
 
@@ -19,7 +20,7 @@ from vocab.tres import CLEAR, KNOWN_TRES, format_tres
 _UNLIMITED_WORDS = {"", "unlimited", "infinite", str(CLEAR)}
 
 _HELP = {
-    "grp_tres": "Running jobs of this association and everything below it together, e.g. gres/accelerator=800,cpu=512",
+    "grp_tres": "Running jobs of this association and all below it, e.g. gres/accelerator=800,cpu=512",
     "grp_tres_mins": "TRES-minutes of all jobs together, e.g. gres/accelerator=100000",
     "grp_jobs": "Running jobs at once",
     "grp_submit_jobs": "Running and pending jobs at once",
@@ -30,7 +31,7 @@ _HELP = {
 
 
 class LimitField(forms.CharField):
-    """One association limit as text; cleans to what the model stores (a TRES dict, minutes, a count or None)."""
+    """One association limit as text; cleans to what the model stores (TRES dict, minutes, count or None)."""
 
     def __init__(self, limit: str, **kwargs):
         self.limit = limit
@@ -56,7 +57,7 @@ class LimitField(forms.CharField):
         raw = (super().to_python(value) or "").strip()
         if self.limit in TRES_FIELDS:
             parsed = self._parse(raw)
-            # The form holds the whole new value, so "cpu=-1" (sacctmgr's "clear") simply means "no cpu limit".
+            # The form holds the whole new value, so "cpu=-1" (sacctmgr's "clear") just means "no cpu limit".
             return {name: count for name, count in parsed.items() if count != CLEAR}
         if raw.lower() in _UNLIMITED_WORDS:
             return None
@@ -148,7 +149,8 @@ class GroupForm(AssociationLimitsForm):
         parent = cleaned.get("parent") if "parent" in self.fields else None
         if tenant is not None and parent is not None and parent.tenant_id != tenant.pk:
             self.add_error(
-                "parent", f"parent group {parent.name} belongs to tenant {parent.tenant.name}, not {tenant.name}"
+                "parent",
+                f"parent group {parent.name} belongs to tenant {parent.tenant.name}, not {tenant.name}",
             )
         partitions = cleaned.get("allowed_partitions")
         default = cleaned.get("default_partition")
@@ -171,13 +173,13 @@ class GroupMemberForm(forms.ModelForm):
     def clean(self):
         cleaned = super().clean()
         user, group = cleaned.get("user"), cleaned.get("group")
-        # On the add page the group has no tenant yet when the group form itself was invalid: its errors suffice.
+        # On the add page the group has no tenant when the group form itself was invalid: its errors suffice.
         if user is None or group is None or group.tenant_id is None:
             return cleaned
         if not Membership.objects.filter(user=user, tenant_id=group.tenant_id).exists():
             self.add_error(
                 "user",
-                f"user {user.username} is not a member of tenant {group.tenant.name}, which owns group {group.name}: "
-                "add a membership first",
+                f"user {user.username} is not a member of tenant {group.tenant.name}, "
+                f"which owns group {group.name}: add a membership first",
             )
         return cleaned

@@ -39,7 +39,7 @@ def subquery_aggregate(rows, function: str, expression, output_field):
 
 
 def job_usage_annotations(**correlation) -> dict:
-    """Annotations: TRES held by running jobs, running and pending job counts, for jobs matching `correlation`.
+    """TRES held by running jobs, and running and pending job counts, of the jobs matching `correlation`.
 
     `correlation` filters jobs against the outer row, e.g. ``tenant=OuterRef("pk")`` or
     ``group__path__startswith=OuterRef("path")`` (a group's subtree, since a parent's limits bind it).
@@ -48,7 +48,9 @@ def job_usage_annotations(**correlation) -> dict:
     pending = Job.objects.filter(state=JobState.PENDING, **correlation)
     annotations = {
         name: Coalesce(
-            subquery_aggregate(running, "SUM", expression, BigIntegerField()), 0, output_field=BigIntegerField()
+            subquery_aggregate(running, "SUM", expression, BigIntegerField()),
+            0,
+            output_field=BigIntegerField(),
         )
         for name, (_, expression) in USAGE_EXPRESSIONS.items()
     }
@@ -66,7 +68,7 @@ def subtree_correlation() -> dict:
 
 
 def usage_cell(label: str, used: int, limit: int | None, fmt: Callable[[int], str] = str):
-    """``accelerators 612 / 800``; red when at or above NEAR_LIMIT of the limit; ``/ ∞`` when there is none."""
+    """``accelerators 612 / 800``, red from NEAR_LIMIT of the limit on; ``/ ∞`` when there is no limit."""
     used = used or 0
     if limit is None:
         return f"{label} {fmt(used)} / ∞"

@@ -75,13 +75,24 @@ class NodeAdmin(admin.ModelAdmin):
 @admin.register(Partition)
 class PartitionAdmin(admin.ModelAdmin):
     form = PartitionForm
-    list_display = ("name", "is_default", "max_time_display", "node_count", "accelerators_total", "priority_tier")
+    list_display = (
+        "name",
+        "is_default",
+        "max_time_display",
+        "node_count",
+        "accelerators_total",
+        "priority_tier",
+    )
     search_fields = ("name",)
     filter_horizontal = ("nodes",)
 
     def get_queryset(self, request):
         # One join to nodes carries both aggregates, so neither multiplies the other.
-        return super().get_queryset(request).annotate(node_count=Count("nodes"), accelerators_total=Sum("nodes__accelerators"))
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(node_count=Count("nodes"), accelerators_total=Sum("nodes__accelerators"))
+        )
 
     @admin.display(description="MaxTime", ordering="max_time")
     def max_time_display(self, obj):

@@ -1,7 +1,7 @@
 """Admin for tenants, groups, memberships and the audit log.
 
-Every save and delete calls ``tenants.services``, never ``Model.save()``: the services lock, validate and write
-the audit log, so a change made here reads in the log exactly like one made with the CLI or the API.
+Every save and delete calls ``tenants.services``, never ``Model.save()``: the services lock, validate and
+write the audit log, so a change made here reads in the log exactly like one made with the CLI or the API.
 """
 
 from __future__ import annotations
@@ -66,14 +66,24 @@ class UsageColumnsMixin:
     def usage_summary(self, obj):
         cells = [tres_usage_cell(obj, tres) for tres in KNOWN_TRES]
         cells.append(running_jobs_cell(obj))
-        cells.append(usage_cell("submitted (running + pending)", obj.usage_running + obj.usage_pending, obj.grp_submit_jobs))
+        cells.append(
+            usage_cell("submitted (running + pending)", obj.usage_running + obj.usage_pending, obj.grp_submit_jobs)
+        )
         return format_html_join(mark_safe("<br>"), "{}", ((cell,) for cell in cells))
 
 
 @admin.register(Tenant)
 class TenantAdmin(ServiceWritesMixin, UsageColumnsMixin, admin.ModelAdmin):
     form = TenantForm
-    list_display = ("name", "groups_count", "members_count", "accelerators", "cpus", "other_tres", "running_jobs")
+    list_display = (
+        "name",
+        "groups_count",
+        "members_count",
+        "accelerators",
+        "cpus",
+        "other_tres",
+        "running_jobs",
+    )
     search_fields = ("name", "description")
 
     def get_queryset(self, request):
@@ -181,18 +191,29 @@ class GroupAdmin(ServiceWritesMixin, UsageColumnsMixin, admin.ModelAdmin):
         )
 
     def get_fieldsets(self, request, obj=None):
-        partitions = ("Partitions and fairshare", {"fields": ("allowed_partitions", "default_partition", "shares")})
+        partitions = (
+            "Partitions and fairshare",
+            {"fields": ("allowed_partitions", "default_partition", "shares")},
+        )
         if obj is None:
-            return [(None, {"fields": ("tenant", "name", "parent", "description")}), partitions, LIMITS_FIELDSET]
+            return [
+                (None, {"fields": ("tenant", "name", "parent", "description")}),
+                partitions,
+                LIMITS_FIELDSET,
+            ]
         return [
             (None, {"fields": ("tenant", "name", "parent", "path", "description", "audit_history")}),
             partitions,
             LIMITS_FIELDSET,
-            ("Usage now (running jobs of this group and every group below it)", {"fields": ("usage_summary",)}),
+            (
+                "Usage now (running jobs of this group and every group below it)",
+                {"fields": ("usage_summary",)},
+            ),
         ]
 
     def get_readonly_fields(self, request, obj=None):
-        # The path of the group and of its whole subtree hangs on name and parent; jobs are charged to the tenant.
+        # Name and parent make the path of the group's whole subtree, and its jobs are charged to the tenant:
+        # no service moves them.
         if obj is None:
             return ()
         return ("tenant", "name", "parent", "path", "audit_history", "usage_summary")
@@ -361,4 +382,3 @@ class AuditLogAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
-

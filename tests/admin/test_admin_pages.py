@@ -37,7 +37,7 @@ def form_data(response) -> dict:
     data = {}
 
     def add(form):
-        for name, field in form.fields.items():
+        for name in form.fields:
             value = form[name].value()
             if value is None or value is False:
                 continue
@@ -283,3 +283,29 @@ def test_non_staff_user_is_sent_to_admin_login(client, world):
     response = client.get(url(Group, "changelist"))
     assert response.status_code == 302
     assert response.url.startswith(reverse("admin:login"))
+
+
+def test_service_refusal_becomes_a_message_and_rolls_back(staff_client, world, monkeypatch):
+    from django.core.exceptions import ValidationError
+
+    from tenants import services
+
+    def refuse(**kwargs):
+        raise ValidationError("group is locked by a concurrent change")
+
+    monkeypatch.setattr(services, "limits_set", refuse)
+    change_url = url(Group, "change", world.ai_team.pk)
+    data = form_data(staff_client.get(change_url))
+    data.update(grp_tres="gres/accelerator=800", shares="5")
+    response = staff_client.post(change_url, data, follow=True)
+    assert [str(m) for m in response.context["messages"]] == ["group is locked by a concurrent change"]
+    world.ai_team.refresh_from_db()
+    assert (world.ai_team.shares, world.ai_team.grp_tres) == (1, {"gres/accelerator": 16})
+    assert not AuditLog.objects.exists()
+
+
+def test_deleting_a_group_goes_through_group_delete(staff_client, world):
+    child = GroupFactory(name="ai-vision", tenant=world.acme, parent=world.ai_team)
+    assert staff_client.post(url(Group, "delete", child.pk), {"post": "yes"}).status_code == 302
+    assert not Group.objects.filter(pk=child.pk).exists()
+    assert AuditLog.objects.filter(action="group.delete", actor=world.staff, target_id=str(child.pk)).exists()
