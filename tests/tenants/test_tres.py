@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from vocab.slurmtime import TimeFormatError, format_minutes, parse_minutes
 from vocab.tres import CLEAR, TRESError, format_memory, format_tres, merge_tres, parse_memory, parse_tres
 
-# --- TRES ------------------------------------------------------------------------------------------------------
+# --- TRES ---------------------------------------------------------------------------------------------------
 
 
 def test_accelerator_is_shorthand_for_gres_accelerator():
@@ -108,7 +108,7 @@ def test_unknown_tres_message_lists_the_known_ones():
     assert "cpu, mem, node, gres/accelerator" in str(info.value)
 
 
-# --- time limits -----------------------------------------------------------------------------------------------
+# --- time limits --------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
+from django.db.models import Count
 
 from cluster.models import Partition
 from cluster.pool import PoolFileError
@@ -30,9 +31,7 @@ from vocab.tres import TRESError
 
 User = get_user_model()
 
-USAGE = (
-    "usage: sacctmgr create|modify|delete|show tenant|group|user|assoc [NAME] [where ...] [set KEY=VALUE ...]"
-)
+USAGE = "usage: sacctmgr create|modify|delete|show tenant|group|user|assoc [NAME] [where ...] [set KEY=VALUE ...]"
 VERBS = {
     "add": "create",
     "create": "create",
@@ -146,9 +145,7 @@ def parse_request(tokens: Sequence[str], output: Output = Output()) -> Request:
         raise CommandError(USAGE)
     verb, entity = VERBS.get(tokens[0].lower()), ENTITIES.get(tokens[1].lower())
     if verb is None:
-        raise CommandError(
-            f"unknown command {tokens[0]!r}: use create (add), modify (update), delete (remove) or show"
-        )
+        raise CommandError(f"unknown command {tokens[0]!r}: use create (add), modify (update), delete (remove) or show")
     if entity is None:
         raise CommandError(f"unknown entity {tokens[1]!r}: use tenant, group (account), user or assoc")
     if (verb, entity) not in ALLOWED:
@@ -320,10 +317,7 @@ def describe_group(group: Group) -> dict[str, str]:
 
 
 def describe_user(user) -> dict[str, str]:
-    roles = {
-        f"Role ({m.tenant.name})": m.role
-        for m in Membership.objects.filter(user=user).select_related("tenant")
-    }
+    roles = {f"Role ({m.tenant.name})": m.role for m in Membership.objects.filter(user=user).select_related("tenant")}
     groups = GroupMember.objects.filter(user=user).values_list("group__name", flat=True)
     return {**roles, "Groups": ",".join(sorted(groups))}
 
@@ -458,9 +452,7 @@ def plan_modify_group(request: Request) -> Plan:
             services.group_update(actor=None, group=group, **settings)
         if request.limits:
             services.limits_set(actor=None, target=group, changes=request.limits)
-        after = describe_group(
-            Group.objects.select_related("tenant", "parent", "default_partition").get(pk=group.pk)
-        )
+        after = describe_group(Group.objects.select_related("tenant", "parent", "default_partition").get(pk=group.pk))
         return modified_lines("account", f"T = {group.tenant.name:<10} A = {group.name}", before, after)
 
     return apply
@@ -473,9 +465,7 @@ def plan_modify_user(request: Request) -> Plan:
     role = check_role(request.options["role"]) if "role" in request.options else None
     if role is not None and tenant is None:
         if len(memberships) != 1:
-            raise CommandError(
-                f"user {user.username!r} is in {len(memberships)} tenants: say which with tenant=T"
-            )
+            raise CommandError(f"user {user.username!r} is in {len(memberships)} tenants: say which with tenant=T")
         tenant = next(iter(memberships.values())).tenant
     if tenant is not None and role is None:
         role = memberships[tenant.pk].role if tenant.pk in memberships else Role.MEMBER
@@ -580,12 +570,8 @@ def render_table(columns: Columns, rows: Sequence[Sequence[str]], output: Output
     titles = [title for title, _ in columns]
     if output.parsable:
         end = "|" if output.trailing_pipe else ""
-        return [
-            "|".join(cells) + end for cells in ([titles] if output.header else []) + [list(r) for r in rows]
-        ]
-    widths = [
-        max(width, len(title), *(len(row[i]) for row in rows)) for i, (title, width) in enumerate(columns)
-    ]
+        return ["|".join(cells) + end for cells in ([titles] if output.header else []) + [list(r) for r in rows]]
+    widths = [max(width, len(title), *(len(row[i]) for row in rows)) for i, (title, width) in enumerate(columns)]
 
     def line(cells: Sequence[str]) -> str:
         return " ".join(cell.rjust(width) for cell, width in zip(cells, widths, strict=True)).rstrip()
@@ -652,7 +638,7 @@ def plan_show_assoc(request: Request) -> Plan:
 
 
 def plan_show_tenant(request: Request) -> Plan:
-    tenants = Tenant.objects.order_by("name")
+    tenants = Tenant.objects.annotate(users=Count("memberships")).prefetch_related("groups").order_by("name")
     if request.name:
         tenants = tenants.filter(pk=get_tenant(request.name).pk)
 
@@ -661,8 +647,8 @@ def plan_show_tenant(request: Request) -> Plan:
             [
                 tenant.name,
                 tenant.description,
-                ",".join(tenant.groups.order_by("name").values_list("name", flat=True)),
-                str(tenant.memberships.count()),
+                ",".join(sorted(group.name for group in tenant.groups.all())),
+                str(tenant.users),
             ]
             for tenant in tenants
         ]
@@ -707,9 +693,7 @@ def plan_show_user(request: Request) -> Plan:
 
     def apply() -> list[str]:
         groups_of: dict[tuple[int, int], list[str]] = defaultdict(list)
-        for user_id, tenant_id, name in GroupMember.objects.values_list(
-            "user_id", "group__tenant_id", "group__name"
-        ):
+        for user_id, tenant_id, name in GroupMember.objects.values_list("user_id", "group__tenant_id", "group__name"):
             groups_of[(user_id, tenant_id)].append(name)
         memberships = defaultdict(list)
         for membership in Membership.objects.select_related("tenant").order_by("tenant__name"):
@@ -783,9 +767,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "args", nargs="*", metavar="WORD", help="VERB ENTITY [NAME] [where ...] [set KEY=VALUE ...]"
         )
-        parser.add_argument(
-            "-i", "--immediate", action="store_true", help="accepted for habit; nothing ever prompts"
-        )
+        parser.add_argument("-i", "--immediate", action="store_true", help="accepted for habit; nothing ever prompts")
         parser.add_argument("-P", "--parsable2", action="store_true", help="show: '|'-separated, no padding")
         parser.add_argument("-p", "--parsable", action="store_true", help="show: like -P with a trailing '|'")
         parser.add_argument("-n", "--noheader", action="store_true", help="show: no header lines")

@@ -139,9 +139,7 @@ def _role_and_groups(user) -> tuple[str, str, str]:
     if user.is_staff:
         return "pool admin", "", ""
     membership = Membership.objects.filter(user=user).select_related("tenant").first()
-    groups = (
-        GroupMember.objects.filter(user=user).order_by("group__path").values_list("group__name", flat=True)
-    )
+    groups = GroupMember.objects.filter(user=user).order_by("group__path").values_list("group__name", flat=True)
     if membership is None:
         return "", "", ",".join(groups)
     return membership.role, membership.tenant.name, ",".join(groups)
@@ -165,14 +163,10 @@ class Command(BaseCommand):
         except PoolFileError as exc:
             raise CommandError(" ".join(str(exc).split())) from exc
         self.stdout.write(f"Pool: {pool_summary()}")
-        self.stdout.write(
-            f"Created {len(created)} demo account(s)." if created else "Demo data already present."
-        )
+        self.stdout.write(f"Created {len(created)} demo account(s)." if created else "Demo data already present.")
         for line in users_table(created, password, options["show_passwords"]):
             self.stdout.write(line)
-        self.stdout.write(
-            "Demo passwords are for a local demo only (set AIPOOL_DEMO_PASSWORD to choose another)."
-        )
+        self.stdout.write("Demo passwords are for a local demo only (set AIPOOL_DEMO_PASSWORD to choose another).")
 
     def _seed(self, password: str) -> set[str]:
         load_pool_file(settings.AIPOOL_POOL_FILE)
