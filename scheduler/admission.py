@@ -38,7 +38,9 @@ def admission_block(
         used = usage.get(key) or AssocUsage()
         for name, cap in limit.grp_tres.items():
             if used.tres.get(name, 0) + request.get(name, 0) > cap:
-                return GRP_TRES_REASON[name], _detail(limit.name, name, used.tres.get(name, 0), cap, request.get(name, 0))
+                return GRP_TRES_REASON[name], _detail(
+                    limit.name, name, used.tres.get(name, 0), cap, request.get(name, 0)
+                )
         if limit.grp_jobs is not None and used.jobs + 1 > limit.grp_jobs:
             return Reason.ASSOC_GRP_JOBS, f"{limit.name} runs {used.jobs} of {limit.grp_jobs} jobs (GrpJobs)"
         mine = used.tres_by_user.get(job.user, {})
