@@ -19,7 +19,7 @@ group = Group.objects.get(name="acme-research")
 ids = []
 for i, (seconds, code) in enumerate([(6, 0), (6, 4), (1, 0)]):
     spec = parse_job_spec({"name": f"j{i}", "nodes": 1, "accelerators_per_node": 2, "time_limit": "10",
-        "command": f"echo run >> {MARKERS}/j{i}; sleep {seconds}; exit {code}"})
+        "command": f"echo run >> MARKERS/j{i}; sleep {seconds}; exit {code}"})
     ids.append(job_submit(user=alice, group=group, spec=spec)[0].pk)
 print(json.dumps(ids))
 """
