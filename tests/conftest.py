@@ -1,21 +1,12 @@
+"""Shared fixtures. Models are imported inside fixtures so pure tests also run with ``-p no:django``."""
+
 import pytest
-
-from cluster.models import Partition
-from tenants.models import Role
-from tests.factories import (
-    GroupFactory,
-    NodeFactory,
-    PartitionFactory,
-    SwitchFactory,
-    TenantFactory,
-    UserFactory,
-    make_member,
-)
-
 
 @pytest.fixture
 def pool(db):
     """The embedded default shape: 4 nodes x 8 accelerators on 2 leaf switches, one default partition 'main'."""
+    from tests.factories import NodeFactory, PartitionFactory, SwitchFactory
+
     leaf0, leaf1 = SwitchFactory(name="leaf0"), SwitchFactory(name="leaf1")
     nodes = [NodeFactory(name=f"node{i}", switch=leaf0 if i <= 2 else leaf1) for i in range(1, 5)]
     main = PartitionFactory(name="main", is_default=True)
@@ -26,6 +17,9 @@ def pool(db):
 @pytest.fixture
 def world(pool):
     """Two tenants, each with a group, a member, an admin and a viewer; acme's group has GrpTRES accelerator=16."""
+    from tenants.models import Role
+    from tests.factories import GroupFactory, TenantFactory, UserFactory, make_member
+
 
     class World:
         pass
@@ -47,13 +41,20 @@ def world(pool):
 
 @pytest.fixture
 def default_partition(db):
+    from cluster.models import Partition
+
     return Partition.objects.get(is_default=True)
 
 
 @pytest.fixture(autouse=True)
-def _isolated_runtime(settings, tmp_path):
+def _isolated_runtime(request, tmp_path):
     """Each test gets its own data dir (job working dirs, logs) and runs Celery tasks inline: no broker needed."""
+    if not request.config.pluginmanager.hasplugin("django"):
+        yield  # pure tests run with -p no:django
+        return
     from portal.celery import app
+
+    settings = request.getfixturevalue("settings")
 
     settings.DATA_DIR = tmp_path / "data"
     settings.DATA_DIR.mkdir()
