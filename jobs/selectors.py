@@ -152,9 +152,7 @@ class NodeAllocation:
 def node_allocations() -> dict[str, NodeAllocation]:
     """What running jobs hold on each node, by node name (``sinfo``'s allocated counts). One query."""
     held: dict[str, NodeAllocation] = {}
-    for allocation, cpus, memory in Job.objects.running().values_list(
-        "allocation", "cpus_per_node", "memory_per_node"
-    ):
+    for allocation, cpus, memory in Job.objects.running().values_list("allocation", "cpus_per_node", "memory_per_node"):
         for node_name, indices in (allocation or {}).items():
             node = held.setdefault(node_name, NodeAllocation())
             node.accelerators += len(indices)

@@ -1,0 +1,32 @@
+"""``/api/``: v1 resources, the OpenAPI schema and its interactive docs; anything else under /api/ is a JSON 404."""
+
+from django.urls import include, path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.routers import SimpleRouter
+
+from api import views
+from api.errors import not_found
+
+app_name = "api"
+
+router = SimpleRouter()
+router.register("tenants", views.TenantViewSet, basename="tenant")
+router.register("groups", views.GroupViewSet, basename="group")
+router.register("memberships", views.MembershipViewSet, basename="membership")
+router.register("partitions", views.PartitionViewSet, basename="partition")
+router.register("nodes", views.NodeViewSet, basename="node")
+router.register("jobs", views.JobViewSet, basename="job")
+router.register("tokens", views.TokenViewSet, basename="token")
+
+v1 = [
+    path("me/", views.MeView.as_view(), name="me"),
+    path("me/quota/", views.QuotaView.as_view(), name="me-quota"),
+    *router.urls,
+]
+
+urlpatterns = [
+    path("v1/", include(v1)),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    re_path(r"^.*$", not_found, name="not-found"),
+]

@@ -1,0 +1,202 @@
+"""Jobs: submit (idempotent), list, show, cancel, logs, explain."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
+from rest_framework import exceptions, mixins, status
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from api.errors import Conflict
+from api.permissions import require_change
+from api.serializers import (
+    ErrorSerializer,
+    ExplainSerializer,
+    JobCreateSerializer,
+    JobDetailSerializer,
+    JobSerializer,
+    LogChunkSerializer,
+    LogQuerySerializer,
+)
+from api.views.base import ApiViewSet
+from cluster.backends.registry import get_backend
+from jobs.filters import JobFilter
+from jobs.models import Job
+from jobs.selectors import job_explanation
+from jobs.services import job_cancel, job_submit
+from tenants.scoping import CHANGE, VIEW
+
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+MAX_IDEMPOTENCY_KEY = 128
+
+IDEMPOTENCY_PARAMETER = OpenApiParameter(
+    IDEMPOTENCY_HEADER,
+    OpenApiTypes.STR,
+    location=OpenApiParameter.HEADER,
+    required=False,
+    description="Retry-safe submission: the same key and body return the same job (200); "
+    "the same key with a different body is 409 idempotency_conflict. At most 128 characters.",
+)
+
+CREATE_EXAMPLES = [
+    OpenApiExample(
+        "Two full nodes, topology-aware",
+        request_only=True,
+        value={
+            "group": "ai-team",
+            "name": "llm-pretrain",
+            "partition": "main",
+            "nodes": 2,
+            "accelerators_per_node": 8,
+            "time_limit": "72:00:00",
+            "topology_aware": True,
+            "max_switches": 1,
+            "command": "python train.py --config big.yaml",
+            "environment": {"WANDB_PROJECT": "llm"},
+            "runtime": "ai-suite/2.1",
+        },
+    ),
+    OpenApiExample(
+        "Batch script on the group's default partition",
+        request_only=True,
+        value={
+            "group": "ai-team",
+            "name": "eval",
+            "nodes": 1,
+            "accelerators_per_node": 1,
+            "memory_per_node": "64G",
+            "time_limit": "30",
+            "script": "#!/bin/bash\nset -e\npython eval.py\n",
+        },
+    ),
+    OpenApiExample(
+        "Rejected: more accelerators per node than the partition's nodes have",
+        response_only=True,
+        status_codes=["400"],
+        value={
+            "code": "validation_error",
+            "detail": "accelerators_per_node: 9 requested, nodes in partition 'main' have 8",
+            "errors": {"accelerators_per_node": ["9 requested, nodes in partition 'main' have 8"]},
+        },
+    ),
+]
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Jobs you may see (squeue / sacct), newest first"),
+    retrieve=extend_schema(summary="One job (scontrol show job)", responses=JobDetailSerializer),
+)
+@extend_schema(tags=["jobs"])
+class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ApiViewSet):
+    queryset = Job.objects.none()  # for the schema only; get_queryset() scopes every request
+    serializer_class = JobSerializer
+    filterset_class = JobFilter
+    cursor_ordering = "-id"
+
+    def get_queryset(self):
+        queryset = Job.objects.visible_to(self.request.user, VIEW).select_related(
+            "tenant", "group", "user", "partition", "runtime"
+        )
+        if self.action == "retrieve":
+            queryset = queryset.prefetch_related("events")
+        return queryset
+
+    def get_serializer_class(self):
+        return JobDetailSerializer if self.action == "retrieve" else JobSerializer
+
+    def get_serializer_context(self):
+        context = super().get_serializer_context()
+        if self.action == "retrieve" and self.kwargs.get("pk"):
+            context["may_change"] = self._may_change(self.kwargs["pk"])
+        return context
+
+    def _may_change(self, pk) -> bool:
+        return Job.objects.visible_to(self.request.user, CHANGE).filter(pk=pk).exists()
+
+    def _detail(self, job: Job) -> dict:
+        job = self.get_queryset().prefetch_related("events").get(pk=job.pk)
+        context = {**super().get_serializer_context(), "may_change": self._may_change(job.pk)}
+        return JobDetailSerializer(job, context=context).data
+
+    @extend_schema(
+        summary="Submit a job (sbatch)",
+        request=JobCreateSerializer,
+        parameters=[IDEMPOTENCY_PARAMETER],
+        responses={
+            201: JobDetailSerializer,
+            200: OpenApiResponse(JobDetailSerializer, description="Replay: this key was used with the same body"),
+            400: OpenApiResponse(
+                ErrorSerializer, description="Invalid, or can never run: says which limit and by how much"
+            ),
+            409: OpenApiResponse(ErrorSerializer, description="idempotency_conflict: key used with a different body"),
+        },
+        examples=CREATE_EXAMPLES,
+    )
+    def create(self, request, *args, **kwargs):
+        key = request.headers.get(IDEMPOTENCY_HEADER) or None
+        if key is not None and (len(key) > MAX_IDEMPOTENCY_KEY or not key.isprintable()):
+            raise exceptions.ValidationError(
+                {IDEMPOTENCY_HEADER: [f"at most {MAX_IDEMPOTENCY_KEY} printable characters"]}
+            )
+        serializer = JobCreateSerializer(data=request.data, context=self.get_serializer_context())
+        serializer.is_valid(raise_exception=True)
+        job, created = job_submit(user=request.user, idempotency_key=key, **serializer.validated_data)
+        return Response(self._detail(job), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+    @extend_schema(
+        summary="Cancel a job (scancel): its owner or a tenant admin",
+        request=None,
+        responses={
+            200: JobDetailSerializer,
+            409: OpenApiResponse(ErrorSerializer, description="conflict: the job has already ended"),
+        },
+    )
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        job = self.get_object()
+        require_change(
+            request, job, f"only the owner of job {job.pk} and admins of tenant {job.tenant.name} may cancel it"
+        )
+        try:
+            job = job_cancel(user=request.user, job=job)
+        except DjangoValidationError as exc:
+            raise Conflict(exc.messages[0]) from exc
+        return Response(self._detail(job))
+
+    @extend_schema(
+        summary="Read a job's output from a byte offset (poll with the returned offset to follow it)",
+        parameters=[LogQuerySerializer],
+        responses={
+            200: LogChunkSerializer,
+            400: OpenApiResponse(ErrorSerializer, description="Bad stream or offset"),
+            503: OpenApiResponse(ErrorSerializer, description="backend_unavailable"),
+        },
+    )
+    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
+    def logs(self, request, pk=None):
+        job = self.get_object()
+        query = LogQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        params = query.validated_data
+        chunk = {"text": "", "offset": 0, "size": 0}
+        if job.backend_job_id:
+            read = get_backend(job.backend or None).read_log(
+                job.backend_job_id, params["stream"], params["offset"], params["limit"]
+            )
+            chunk = {"text": read.text, "offset": read.offset, "size": read.size}
+        return Response(LogChunkSerializer({**chunk, "state": job.state}).data)
+
+    @extend_schema(
+        summary="Why a job is not running yet, and what would make it start sooner", responses=ExplainSerializer
+    )
+    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
+    def explain(self, request, pk=None):
+        return Response(ExplainSerializer(job_explanation(self.get_object())).data)
