@@ -13,6 +13,8 @@ from vocab.tres import TRESError, parse_memory
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 MAX_SCRIPT_BYTES = 256 * 1024
+MAX_INT = 2**31 - 1  # the database's integer columns
+MAX_TIME_LIMIT = 365 * 1440  # a year: anything longer is a typo, and it keeps the column in range
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,9 @@ def _int(data: dict, key: str, errors: dict, *, minimum: int, default=None, requ
     value = int(raw)
     if value < minimum:
         errors[key] = [f"must be at least {minimum}"]
+        return None
+    if value > MAX_INT:
+        errors[key] = [f"must be at most {MAX_INT}"]
         return None
     return value
 
@@ -96,10 +101,14 @@ def _time_limit(data: dict, errors: dict) -> int | None:
         errors["time_limit"] = ["this field is required (Slurm -t format, e.g. 30, 4:00:00, 2-00:00:00)"]
         return None
     try:
-        return parse_minutes(raw if isinstance(raw, int) and not isinstance(raw, bool) else str(raw))
+        minutes = parse_minutes(raw if isinstance(raw, int) and not isinstance(raw, bool) else str(raw))
     except TimeFormatError as exc:
         errors["time_limit"] = [str(exc)]
         return None
+    if minutes > MAX_TIME_LIMIT:
+        errors["time_limit"] = ["at most 365-00:00:00"]
+        return None
+    return minutes
 
 
 def _memory(data: dict, errors: dict) -> int | None:

@@ -113,3 +113,12 @@ def test_operator_can_restrict_the_local_backend_to_staff(world, settings):
         job_submit(user=world.alice, group=world.ai_team, spec=spec())
     job, _ = job_submit(user=world.staff, group=world.ai_team, spec=spec())
     assert job.user == world.staff
+
+
+def test_absurd_numbers_are_field_errors_not_overflows():
+    with pytest.raises(ValidationError) as info:
+        parse_job_spec({"nodes": 2**40, "max_switches": 2**40, "time_limit": "99999999", "command": "x"})
+    errors = info.value.message_dict
+    assert errors["nodes"] == ["must be at most 2147483647"]
+    assert errors["max_switches"] == ["must be at most 2147483647"]
+    assert errors["time_limit"] == ["at most 365-00:00:00"]
