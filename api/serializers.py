@@ -24,7 +24,6 @@ from vocab.slurmtime import format_minutes
 from vocab.tres import format_memory
 
 User = get_user_model()
-MAX_INT = 2**31 - 1  # PositiveIntegerField's range on every supported database
 
 
 # --- shared shapes ---------------------------------------------------------------------------------------------
@@ -542,12 +541,6 @@ class JobCreateSerializer(serializers.Serializer):
         except DjangoValidationError as exc:
             for key, messages in exc.message_dict.items():
                 errors.setdefault(key, []).extend(messages)
-        else:
-            # Counts no node could satisfy are refused later with numbers; these two have no such ceiling and
-            # would otherwise overflow the database column (a 500 instead of a 400).
-            for key in ("max_switches", "time_limit"):
-                if (getattr(spec, key) or 0) > MAX_INT:
-                    errors[key] = [f"must be at most {MAX_INT}" + (" minutes" if key == "time_limit" else "")]
         group = None
         name = data.get("group")
         if not name or not isinstance(name, str):

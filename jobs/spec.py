@@ -106,7 +106,7 @@ def _time_limit(data: dict, errors: dict) -> int | None:
         errors["time_limit"] = [str(exc)]
         return None
     if minutes > MAX_TIME_LIMIT:
-        errors["time_limit"] = ["at most 365-00:00:00"]
+        errors["time_limit"] = ["must be at most 365-00:00:00 (a year)"]
         return None
     return minutes
 

@@ -121,4 +121,4 @@ def test_absurd_numbers_are_field_errors_not_overflows():
     errors = info.value.message_dict
     assert errors["nodes"] == ["must be at most 2147483647"]
     assert errors["max_switches"] == ["must be at most 2147483647"]
-    assert errors["time_limit"] == ["at most 365-00:00:00"]
+    assert errors["time_limit"] == ["must be at most 365-00:00:00 (a year)"]
