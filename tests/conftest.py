@@ -2,6 +2,7 @@
 
 import pytest
 
+
 @pytest.fixture
 def pool(db):
     """The embedded default shape: 4 nodes x 8 accelerators on 2 leaf switches, one default partition 'main'."""
@@ -19,7 +20,6 @@ def world(pool):
     """Two tenants, each with a group, a member, an admin and a viewer; acme's group has GrpTRES accelerator=16."""
     from tenants.models import Role
     from tests.factories import GroupFactory, TenantFactory, UserFactory, make_member
-
 
     class World:
         pass

@@ -19,7 +19,11 @@ def _owned_by_tenant(model, seen=()) -> bool:
     if model in (Tenant, Group):
         return True
     for field in model._meta.get_fields():
-        if isinstance(field, models.ForeignKey) and field.related_model not in seen and field.related_model is not model:
+        if (
+            isinstance(field, models.ForeignKey)
+            and field.related_model not in seen
+            and field.related_model is not model
+        ):
             if field.related_model in (Tenant, Group) or _owned_by_tenant(field.related_model, (*seen, model)):
                 return True
     return False
@@ -27,14 +31,16 @@ def _owned_by_tenant(model, seen=()) -> bool:
 
 def tenant_owned_models():
     return [
-        m for m in apps.get_models()
+        m
+        for m in apps.get_models()
         if m._meta.app_label not in ("admin", "auth", "contenttypes", "sessions") and _owned_by_tenant(m)
     ]
 
 
 def test_every_tenant_owned_model_has_a_scoped_default_manager():
     unscoped = [
-        m._meta.label_lower for m in tenant_owned_models()
+        m._meta.label_lower
+        for m in tenant_owned_models()
         if not isinstance(m._default_manager.all(), TenantScopedQuerySet) and m._meta.label_lower not in USER_OWNED
     ]
     assert unscoped == []

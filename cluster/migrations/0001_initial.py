@@ -5,53 +5,88 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='Switch',
+            name="Switch",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(max_length=64, unique=True)),
-                ('parent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='children', to='cluster.switch')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.SlugField(max_length=64, unique=True)),
+                (
+                    "parent",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="children",
+                        to="cluster.switch",
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'switches',
-                'ordering': ['name'],
+                "verbose_name_plural": "switches",
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='Node',
+            name="Node",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(max_length=64, unique=True)),
-                ('cpus', models.PositiveIntegerField()),
-                ('memory_mb', models.PositiveBigIntegerField(help_text='Memory in MiB')),
-                ('accelerators', models.PositiveIntegerField(default=8)),
-                ('state', models.CharField(choices=[('UP', 'up'), ('DRAIN', 'drain (finish running jobs, accept no new ones)'), ('DOWN', 'down')], default='UP', max_length=8)),
-                ('switch', models.ForeignKey(help_text='Leaf switch', on_delete=django.db.models.deletion.PROTECT, related_name='nodes', to='cluster.switch')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.SlugField(max_length=64, unique=True)),
+                ("cpus", models.PositiveIntegerField()),
+                ("memory_mb", models.PositiveBigIntegerField(help_text="Memory in MiB")),
+                ("accelerators", models.PositiveIntegerField(default=8)),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("UP", "up"),
+                            ("DRAIN", "drain (finish running jobs, accept no new ones)"),
+                            ("DOWN", "down"),
+                        ],
+                        default="UP",
+                        max_length=8,
+                    ),
+                ),
+                (
+                    "switch",
+                    models.ForeignKey(
+                        help_text="Leaf switch",
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="nodes",
+                        to="cluster.switch",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='Partition',
+            name="Partition",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(max_length=64, unique=True)),
-                ('is_default', models.BooleanField(default=False)),
-                ('max_time', models.PositiveIntegerField(blank=True, help_text='MaxTime in minutes; empty = UNLIMITED', null=True)),
-                ('priority_tier', models.PositiveIntegerField(default=1)),
-                ('nodes', models.ManyToManyField(blank=True, related_name='partitions', to='cluster.node')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.SlugField(max_length=64, unique=True)),
+                ("is_default", models.BooleanField(default=False)),
+                (
+                    "max_time",
+                    models.PositiveIntegerField(
+                        blank=True, help_text="MaxTime in minutes; empty = UNLIMITED", null=True
+                    ),
+                ),
+                ("priority_tier", models.PositiveIntegerField(default=1)),
+                ("nodes", models.ManyToManyField(blank=True, related_name="partitions", to="cluster.node")),
             ],
             options={
-                'ordering': ['name'],
-                'constraints': [models.UniqueConstraint(condition=models.Q(('is_default', True)), fields=('is_default',), name='one_default_partition')],
+                "ordering": ["name"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        condition=models.Q(("is_default", True)), fields=("is_default",), name="one_default_partition"
+                    )
+                ],
             },
         ),
     ]

@@ -7,117 +7,172 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('cluster', '0001_initial'),
-        ('tenants', '0001_initial'),
+        ("cluster", "0001_initial"),
+        ("tenants", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Runtime',
+            name="Runtime",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(help_text='e.g. ai-suite/2.1', max_length=64, unique=True)),
-                ('description', models.CharField(blank=True, max_length=200)),
-                ('environment', models.JSONField(blank=True, default=dict)),
-                ('prologue', models.TextField(blank=True, help_text="Shell lines run before the job's command")),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(help_text="e.g. ai-suite/2.1", max_length=64, unique=True)),
+                ("description", models.CharField(blank=True, max_length=200)),
+                ("environment", models.JSONField(blank=True, default=dict)),
+                ("prologue", models.TextField(blank=True, help_text="Shell lines run before the job's command")),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='SchedulerLock',
+            name="SchedulerLock",
             fields=[
-                ('id', models.PositiveSmallIntegerField(default=1, primary_key=True, serialize=False)),
-                ('last_pass_at', models.DateTimeField(blank=True, null=True)),
+                ("id", models.PositiveSmallIntegerField(default=1, primary_key=True, serialize=False)),
+                ("last_pass_at", models.DateTimeField(blank=True, null=True)),
             ],
         ),
         migrations.CreateModel(
-            name='Job',
+            name="Job",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=128)),
-                ('nodes', models.PositiveIntegerField()),
-                ('accelerators_per_node', models.PositiveIntegerField()),
-                ('cpus_per_node', models.PositiveIntegerField()),
-                ('memory_per_node', models.PositiveBigIntegerField(help_text='MiB')),
-                ('time_limit', models.PositiveIntegerField(help_text='minutes')),
-                ('topology_aware', models.BooleanField(default=False)),
-                ('max_switches', models.PositiveIntegerField(blank=True, null=True)),
-                ('command', models.TextField(blank=True)),
-                ('script', models.TextField(blank=True)),
-                ('environment', models.JSONField(blank=True, default=dict)),
-                ('state', models.CharField(choices=[('PENDING', 'PENDING'), ('RUNNING', 'RUNNING'), ('COMPLETED', 'COMPLETED'), ('FAILED', 'FAILED'), ('CANCELLED', 'CANCELLED'), ('TIMEOUT', 'TIMEOUT'), ('NODE_FAIL', 'NODE_FAIL'), ('OUT_OF_MEMORY', 'OUT_OF_MEMORY')], default=vocab.states.JobState['PENDING'], max_length=16)),
-                ('reason', models.CharField(default=vocab.states.Reason['NONE'], max_length=64)),
-                ('exit_code', models.IntegerField(blank=True, null=True)),
-                ('submitted_at', models.DateTimeField(auto_now_add=True)),
-                ('eligible_at', models.DateTimeField(blank=True, null=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('ended_at', models.DateTimeField(blank=True, null=True)),
-                ('allocation', models.JSONField(blank=True, default=dict)),
-                ('nodelist', models.JSONField(blank=True, default=list)),
-                ('switches', models.JSONField(blank=True, default=list)),
-                ('backend', models.CharField(blank=True, max_length=16)),
-                ('backend_job_id', models.CharField(blank=True, max_length=64)),
-                ('run_count', models.PositiveIntegerField(default=0)),
-                ('idempotency_key', models.CharField(blank=True, max_length=128, null=True)),
-                ('request_hash', models.CharField(blank=True, max_length=64)),
-                ('group', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='jobs', to='tenants.group')),
-                ('partition', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='jobs', to='cluster.partition')),
-                ('tenant', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='jobs', to='tenants.tenant')),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='jobs', to=settings.AUTH_USER_MODEL)),
-                ('runtime', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='jobs', to='jobs.runtime')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=128)),
+                ("nodes", models.PositiveIntegerField()),
+                ("accelerators_per_node", models.PositiveIntegerField()),
+                ("cpus_per_node", models.PositiveIntegerField()),
+                ("memory_per_node", models.PositiveBigIntegerField(help_text="MiB")),
+                ("time_limit", models.PositiveIntegerField(help_text="minutes")),
+                ("topology_aware", models.BooleanField(default=False)),
+                ("max_switches", models.PositiveIntegerField(blank=True, null=True)),
+                ("command", models.TextField(blank=True)),
+                ("script", models.TextField(blank=True)),
+                ("environment", models.JSONField(blank=True, default=dict)),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("PENDING", "PENDING"),
+                            ("RUNNING", "RUNNING"),
+                            ("COMPLETED", "COMPLETED"),
+                            ("FAILED", "FAILED"),
+                            ("CANCELLED", "CANCELLED"),
+                            ("TIMEOUT", "TIMEOUT"),
+                            ("NODE_FAIL", "NODE_FAIL"),
+                            ("OUT_OF_MEMORY", "OUT_OF_MEMORY"),
+                        ],
+                        default=vocab.states.JobState["PENDING"],
+                        max_length=16,
+                    ),
+                ),
+                ("reason", models.CharField(default=vocab.states.Reason["NONE"], max_length=64)),
+                ("exit_code", models.IntegerField(blank=True, null=True)),
+                ("submitted_at", models.DateTimeField(auto_now_add=True)),
+                ("eligible_at", models.DateTimeField(blank=True, null=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("ended_at", models.DateTimeField(blank=True, null=True)),
+                ("allocation", models.JSONField(blank=True, default=dict)),
+                ("nodelist", models.JSONField(blank=True, default=list)),
+                ("switches", models.JSONField(blank=True, default=list)),
+                ("backend", models.CharField(blank=True, max_length=16)),
+                ("backend_job_id", models.CharField(blank=True, max_length=64)),
+                ("run_count", models.PositiveIntegerField(default=0)),
+                ("idempotency_key", models.CharField(blank=True, max_length=128, null=True)),
+                ("request_hash", models.CharField(blank=True, max_length=64)),
+                (
+                    "group",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="jobs", to="tenants.group"
+                    ),
+                ),
+                (
+                    "partition",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="jobs", to="cluster.partition"
+                    ),
+                ),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="jobs", to="tenants.tenant"
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="jobs", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "runtime",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="jobs",
+                        to="jobs.runtime",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-id'],
+                "ordering": ["-id"],
             },
         ),
         migrations.CreateModel(
-            name='JobEvent',
+            name="JobEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('at', models.DateTimeField(db_index=True)),
-                ('from_state', models.CharField(blank=True, max_length=16)),
-                ('to_state', models.CharField(max_length=16)),
-                ('reason', models.CharField(blank=True, max_length=64)),
-                ('cause', models.CharField(blank=True, max_length=200)),
-                ('job', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='events', to='jobs.job')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("at", models.DateTimeField(db_index=True)),
+                ("from_state", models.CharField(blank=True, max_length=16)),
+                ("to_state", models.CharField(max_length=16)),
+                ("reason", models.CharField(blank=True, max_length=64)),
+                ("cause", models.CharField(blank=True, max_length=200)),
+                (
+                    "job",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="events", to="jobs.job"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['at', 'id'],
+                "ordering": ["at", "id"],
             },
         ),
         migrations.AddIndex(
-            model_name='job',
-            index=models.Index(fields=['state', 'partition'], name='jobs_job_state_7306bb_idx'),
+            model_name="job",
+            index=models.Index(fields=["state", "partition"], name="jobs_job_state_7306bb_idx"),
         ),
         migrations.AddIndex(
-            model_name='job',
-            index=models.Index(fields=['tenant', '-id'], name='jobs_job_tenant__b6c6d5_idx'),
+            model_name="job",
+            index=models.Index(fields=["tenant", "-id"], name="jobs_job_tenant__b6c6d5_idx"),
         ),
         migrations.AddIndex(
-            model_name='job',
-            index=models.Index(fields=['group', 'state'], name='jobs_job_group_i_fcd46f_idx'),
+            model_name="job",
+            index=models.Index(fields=["group", "state"], name="jobs_job_group_i_fcd46f_idx"),
         ),
         migrations.AddIndex(
-            model_name='job',
-            index=models.Index(fields=['user', '-id'], name='jobs_job_user_id_ad61a6_idx'),
+            model_name="job",
+            index=models.Index(fields=["user", "-id"], name="jobs_job_user_id_ad61a6_idx"),
         ),
         migrations.AddConstraint(
-            model_name='job',
-            constraint=models.UniqueConstraint(condition=models.Q(('idempotency_key__isnull', False)), fields=('user', 'idempotency_key'), name='one_job_per_idempotency_key'),
+            model_name="job",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("idempotency_key__isnull", False)),
+                fields=("user", "idempotency_key"),
+                name="one_job_per_idempotency_key",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='job',
-            constraint=models.CheckConstraint(condition=models.Q(('nodes__gte', 1)), name='job_nodes_at_least_one'),
+            model_name="job",
+            constraint=models.CheckConstraint(condition=models.Q(("nodes__gte", 1)), name="job_nodes_at_least_one"),
         ),
         migrations.AddConstraint(
-            model_name='job',
-            constraint=models.CheckConstraint(condition=models.Q(('time_limit__gte', 1)), name='job_time_limit_at_least_one'),
+            model_name="job",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("time_limit__gte", 1)), name="job_time_limit_at_least_one"
+            ),
         ),
     ]

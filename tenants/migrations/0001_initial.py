@@ -7,99 +7,187 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('cluster', '0001_initial'),
+        ("cluster", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Tenant',
+            name="Tenant",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('grp_tres', models.JSONField(blank=True, default=dict, verbose_name='GrpTRES')),
-                ('grp_tres_mins', models.JSONField(blank=True, default=dict, verbose_name='GrpTRESMins')),
-                ('grp_jobs', models.PositiveIntegerField(blank=True, null=True, verbose_name='GrpJobs')),
-                ('grp_submit_jobs', models.PositiveIntegerField(blank=True, null=True, verbose_name='GrpSubmitJobs')),
-                ('max_tres_per_job', models.JSONField(blank=True, default=dict, verbose_name='MaxTRESPerJob')),
-                ('max_tres_per_user', models.JSONField(blank=True, default=dict, verbose_name='MaxTRESPerUser')),
-                ('max_wall', models.PositiveIntegerField(blank=True, help_text='minutes', null=True, verbose_name='MaxWall')),
-                ('name', models.SlugField(max_length=64, unique=True)),
-                ('description', models.CharField(blank=True, max_length=200)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("grp_tres", models.JSONField(blank=True, default=dict, verbose_name="GrpTRES")),
+                ("grp_tres_mins", models.JSONField(blank=True, default=dict, verbose_name="GrpTRESMins")),
+                ("grp_jobs", models.PositiveIntegerField(blank=True, null=True, verbose_name="GrpJobs")),
+                ("grp_submit_jobs", models.PositiveIntegerField(blank=True, null=True, verbose_name="GrpSubmitJobs")),
+                ("max_tres_per_job", models.JSONField(blank=True, default=dict, verbose_name="MaxTRESPerJob")),
+                ("max_tres_per_user", models.JSONField(blank=True, default=dict, verbose_name="MaxTRESPerUser")),
+                (
+                    "max_wall",
+                    models.PositiveIntegerField(blank=True, help_text="minutes", null=True, verbose_name="MaxWall"),
+                ),
+                ("name", models.SlugField(max_length=64, unique=True)),
+                ("description", models.CharField(blank=True, max_length=200)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='Group',
+            name="Group",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('grp_tres', models.JSONField(blank=True, default=dict, verbose_name='GrpTRES')),
-                ('grp_tres_mins', models.JSONField(blank=True, default=dict, verbose_name='GrpTRESMins')),
-                ('grp_jobs', models.PositiveIntegerField(blank=True, null=True, verbose_name='GrpJobs')),
-                ('grp_submit_jobs', models.PositiveIntegerField(blank=True, null=True, verbose_name='GrpSubmitJobs')),
-                ('max_tres_per_job', models.JSONField(blank=True, default=dict, verbose_name='MaxTRESPerJob')),
-                ('max_tres_per_user', models.JSONField(blank=True, default=dict, verbose_name='MaxTRESPerUser')),
-                ('max_wall', models.PositiveIntegerField(blank=True, help_text='minutes', null=True, verbose_name='MaxWall')),
-                ('name', models.SlugField(help_text='Unique in the pool, like a Slurm account', max_length=64, unique=True)),
-                ('description', models.CharField(blank=True, max_length=200)),
-                ('path', models.CharField(db_index=True, editable=False, max_length=512)),
-                ('shares', models.PositiveIntegerField(default=1, validators=[django.core.validators.MinValueValidator(1)], verbose_name='Fairshare')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('allowed_partitions', models.ManyToManyField(blank=True, related_name='groups', to='cluster.partition')),
-                ('default_partition', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='cluster.partition')),
-                ('parent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='children', to='tenants.group')),
-                ('tenant', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='groups', to='tenants.tenant')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("grp_tres", models.JSONField(blank=True, default=dict, verbose_name="GrpTRES")),
+                ("grp_tres_mins", models.JSONField(blank=True, default=dict, verbose_name="GrpTRESMins")),
+                ("grp_jobs", models.PositiveIntegerField(blank=True, null=True, verbose_name="GrpJobs")),
+                ("grp_submit_jobs", models.PositiveIntegerField(blank=True, null=True, verbose_name="GrpSubmitJobs")),
+                ("max_tres_per_job", models.JSONField(blank=True, default=dict, verbose_name="MaxTRESPerJob")),
+                ("max_tres_per_user", models.JSONField(blank=True, default=dict, verbose_name="MaxTRESPerUser")),
+                (
+                    "max_wall",
+                    models.PositiveIntegerField(blank=True, help_text="minutes", null=True, verbose_name="MaxWall"),
+                ),
+                (
+                    "name",
+                    models.SlugField(help_text="Unique in the pool, like a Slurm account", max_length=64, unique=True),
+                ),
+                ("description", models.CharField(blank=True, max_length=200)),
+                ("path", models.CharField(db_index=True, editable=False, max_length=512)),
+                (
+                    "shares",
+                    models.PositiveIntegerField(
+                        default=1, validators=[django.core.validators.MinValueValidator(1)], verbose_name="Fairshare"
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "allowed_partitions",
+                    models.ManyToManyField(blank=True, related_name="groups", to="cluster.partition"),
+                ),
+                (
+                    "default_partition",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="cluster.partition",
+                    ),
+                ),
+                (
+                    "parent",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="children",
+                        to="tenants.group",
+                    ),
+                ),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="groups", to="tenants.tenant"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='AuditLog',
+            name="AuditLog",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('action', models.CharField(max_length=64)),
-                ('target_type', models.CharField(max_length=64)),
-                ('target_id', models.CharField(max_length=64)),
-                ('target_repr', models.CharField(max_length=200)),
-                ('changes', models.JSONField(blank=True, default=dict, help_text='{"field": [before, after]}')),
-                ('actor', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('tenant', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='tenants.tenant')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                ("action", models.CharField(max_length=64)),
+                ("target_type", models.CharField(max_length=64)),
+                ("target_id", models.CharField(max_length=64)),
+                ("target_repr", models.CharField(max_length=200)),
+                ("changes", models.JSONField(blank=True, default=dict, help_text='{"field": [before, after]}')),
+                (
+                    "actor",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="tenants.tenant",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-at', '-id'],
+                "ordering": ["-at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='GroupMember',
+            name="GroupMember",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('group', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='members', to='tenants.group')),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='group_memberships', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "group",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="members", to="tenants.group"
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="group_memberships",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['group__name', 'user__username'],
-                'constraints': [models.UniqueConstraint(fields=('user', 'group'), name='one_membership_per_group')],
+                "ordering": ["group__name", "user__username"],
+                "constraints": [models.UniqueConstraint(fields=("user", "group"), name="one_membership_per_group")],
             },
         ),
         migrations.CreateModel(
-            name='Membership',
+            name="Membership",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('role', models.CharField(choices=[('admin', 'tenant admin'), ('member', 'member'), ('viewer', 'viewer (read-only)')], default='member', max_length=16)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='memberships', to=settings.AUTH_USER_MODEL)),
-                ('tenant', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='memberships', to='tenants.tenant')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[("admin", "tenant admin"), ("member", "member"), ("viewer", "viewer (read-only)")],
+                        default="member",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="memberships",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="memberships", to="tenants.tenant"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['tenant__name', 'user__username'],
-                'constraints': [models.UniqueConstraint(fields=('user', 'tenant'), name='one_membership_per_tenant')],
+                "ordering": ["tenant__name", "user__username"],
+                "constraints": [models.UniqueConstraint(fields=("user", "tenant"), name="one_membership_per_tenant")],
             },
         ),
     ]
