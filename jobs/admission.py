@@ -86,7 +86,8 @@ def _partition(group: Group, spec: JobSpec) -> Partition:
 def _defaults(spec: JobSpec, shape: dict) -> tuple[int, int]:
     """CPUs and memory not given: the job's share of a node in proportion to its accelerators (DefCpuPerGPU)."""
     if spec.accelerators_per_node and shape["acc"]:
-        share = spec.accelerators_per_node / shape["acc"]
+        # Capped at a whole node, so a request for too many accelerators is refused for that alone.
+        share = min(1.0, spec.accelerators_per_node / shape["acc"])
         cpus = spec.cpus_per_node or max(1, int(shape["cpus"] * share))
         memory = spec.memory_per_node or max(1, int(shape["mem"] * share))
     else:
