@@ -27,7 +27,7 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix .
 
 bench: $(STAMP)
-	$(BIN)/python -m bench
+	$(BIN)/python -m bench all
 
 clean:
 	rm -rf $(VENV) var

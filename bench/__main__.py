@@ -1,31 +1,34 @@
-"""``python -m bench [jobs-latency|jobs-burst|all] [--postgres]``: print the numbers for the closing notes.
+"""``python -m bench SUITE [options]``: print the numbers for the closing notes. ``python -m bench`` lists suites.
 
-Each benchmark starts a real stack (Celery worker + beat as subprocesses) on a fresh database: SQLite and the SQLite
-broker by default, or PostgreSQL + Redis with --postgres (DATABASE_URL / CELERY_BROKER_URL default to loopback).
+Each suite is a module ``bench/<suite>.py`` with ``main(argv)``; ``make bench`` runs every suite with defaults.
 """
 
-import argparse
-import os
+import importlib
+import pkgutil
 import sys
-import tempfile
 from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def suites() -> list[str]:
+    return sorted(m.name for m in pkgutil.iter_modules([str(HERE)]) if not m.name.startswith("_") and m.name != "stack")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench")
-    parser.add_argument("which", nargs="?", default="all", choices=["jobs-latency", "jobs-burst", "all"])
-    parser.add_argument("--postgres", action="store_true", help="PostgreSQL + Redis instead of the embedded default")
-    parser.add_argument("--jobs", type=int, default=1000, help="jobs in the burst")
-    parser.add_argument("--samples", type=int, default=20, help="submissions for the latency median")
-    args = parser.parse_args()
-    if args.postgres:
-        os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
-        os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/15")
-    data_dir = Path(tempfile.mkdtemp(prefix="aipool-bench-"))
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from bench.jobs import run_benchmarks
-
-    run_benchmarks(data_dir, which=args.which, burst=args.jobs, samples=args.samples)
+    sys.path.insert(0, str(HERE.parent))
+    args = sys.argv[1:]
+    if not args or args[0] in ("-h", "--help"):
+        print(__doc__)
+        print("suites:", ", ".join(suites()))
+        return
+    if args[0] == "all":
+        for name in suites():
+            importlib.import_module(f"bench.{name}").main([])
+        return
+    if args[0] not in suites():
+        sys.exit(f"unknown suite {args[0]!r}; suites: {', '.join(suites())}")
+    importlib.import_module(f"bench.{args[0]}").main(args[1:])
 
 
 if __name__ == "__main__":

@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
+import tempfile
 import time
 from pathlib import Path
 
 from tests.e2e.stack import Stack, wait_for
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench jobs", description=__doc__)
+    parser.add_argument("which", nargs="?", default="all", choices=["latency", "burst", "all"])
+    parser.add_argument("--postgres", action="store_true", help="PostgreSQL + Redis instead of the embedded default")
+    parser.add_argument("--jobs", type=int, default=1000, help="jobs in the burst")
+    parser.add_argument("--samples", type=int, default=20, help="submissions for the latency median")
+    args = parser.parse_args(argv)
+    if args.postgres:
+        os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+        os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/15")
+    data_dir = Path(tempfile.mkdtemp(prefix="aipool-bench-"))
+    run_benchmarks(data_dir, which=args.which, burst=args.jobs, samples=args.samples)
 
 
 def run_benchmarks(data_dir: Path, *, which: str, burst: int, samples: int) -> None:
@@ -28,9 +44,9 @@ def run_benchmarks(data_dir: Path, *, which: str, burst: int, samples: int) -> N
         label = "PostgreSQL + Redis" if "postgresql" in settings.DATABASES["default"]["ENGINE"] else "SQLite (embedded)"
         print(f"stack: {label}, worker concurrency 2, reconcile every 1 s")
         time.sleep(3)  # let the worker connect before measuring
-        if which in ("jobs-latency", "all"):
+        if which in ("latency", "all"):
             latency(samples)
-        if which in ("jobs-burst", "all"):
+        if which in ("burst", "all"):
             burst_run(burst)
     finally:
         stack.close()

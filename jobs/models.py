@@ -168,6 +168,8 @@ class SchedulerLock(models.Model):
 
     id = models.PositiveSmallIntegerField(primary_key=True, default=1)
     last_pass_at = models.DateTimeField(null=True, blank=True)
+    # Set when a pass is queued, cleared when one starts: a burst of 1,000 submits queues one pass, not 1,000.
+    pass_requested = models.BooleanField(default=False)
 
     def __str__(self) -> str:
         return f"scheduler lock (last pass {self.last_pass_at})"

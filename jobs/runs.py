@@ -69,6 +69,21 @@ def launch(*, job_id: int, run: int, final_attempt: bool = False) -> str:
     return backend_job_id
 
 
+def launch_started(job_ids: list[int]) -> None:
+    """Launch what a pass just allocated, in the same task: one broker message per pass instead of one per job.
+
+    A launch that finds the backend down is handed to `launch_job` for retries with backoff; a worker that dies here
+    leaves RUNNING jobs without a backend id, which reconcile relaunches after RELAUNCH_AFTER.
+    """
+    from jobs.tasks import launch_job
+
+    for job_id, run in Job.objects.filter(pk__in=job_ids).values_list("pk", "run_count"):
+        try:
+            launch(job_id=job_id, run=run)
+        except BackendUnavailable:
+            launch_job.delay(job_id, run)
+
+
 def reconcile_running() -> dict:
     """Bring RUNNING jobs in line with the backend: record ends, notice lost jobs, relaunch lost launches."""
     from jobs.tasks import launch_job

@@ -142,6 +142,8 @@ def _add_consumed_minutes(
 
 def run_pass() -> list[int]:
     """One scheduling pass; returns the ids of the jobs it started. Passes never overlap (row lock)."""
+    # Cleared before reading state, so a submit that lands during this pass queues the next one.
+    SchedulerLock.objects.filter(pk=1).update(pass_requested=False)
     with transaction.atomic():
         SchedulerLock.objects.get_or_create(pk=1)
         lock = SchedulerLock.objects.select_for_update().get(pk=1)
@@ -163,8 +165,6 @@ def run_pass() -> list[int]:
 
 
 def _apply(decisions, jobs_by_id: dict[int, Job]) -> list[int]:
-    from jobs.tasks import launch_job
-
     started = []
     now = timezone.now()
     for start in decisions.starts:
@@ -182,8 +182,6 @@ def _apply(decisions, jobs_by_id: dict[int, Job]) -> list[int]:
         )
         if moved:
             started.append(job.pk)
-            job_id, run = job.pk, job.run_count
-            transaction.on_commit(lambda job_id=job_id, run=run: launch_job.delay(job_id, run))
     for block in decisions.blocked:
         job = jobs_by_id[block.job_id]
         if job.reason != block.reason:

@@ -126,9 +126,17 @@ def _submit(*, user, group: Group, spec: JobSpec, idempotency_key: str | None, d
 
 
 def _after_commit_schedule() -> None:
+    transaction.on_commit(request_schedule_pass)
+
+
+def request_schedule_pass() -> None:
+    """Queue a scheduling pass unless one is queued already (a conditional UPDATE claims the right to enqueue)."""
+    from jobs.models import SchedulerLock
     from jobs.tasks import schedule_pass
 
-    transaction.on_commit(lambda: schedule_pass.delay())
+    claimed = SchedulerLock.objects.filter(pk=1, pass_requested=False).update(pass_requested=True)
+    if claimed or not SchedulerLock.objects.filter(pk=1).exists():
+        schedule_pass.delay()
 
 
 def transition(job: Job, to_state: str, *, cause: str, reason: str = Reason.NONE, **fields) -> bool:

@@ -9,9 +9,12 @@ from cluster.backends.base import BackendUnavailable
 
 @shared_task(acks_late=True, ignore_result=True)
 def schedule_pass() -> list[int]:
+    from jobs.runs import launch_started
     from jobs.scheduling import run_pass
 
-    return run_pass()
+    started = run_pass()
+    launch_started(started)
+    return started
 
 
 @shared_task(
@@ -39,9 +42,11 @@ def cancel_on_backend(backend: str, backend_job_id: str) -> None:
 @shared_task(acks_late=True, ignore_result=True)
 def reconcile() -> dict:
     """Periodic: sync backend state into the database, relaunch lost launches, then schedule what freed up."""
-    from jobs.runs import reconcile_running
+    from jobs.runs import launch_started, reconcile_running
     from jobs.scheduling import run_pass
 
     summary = reconcile_running()
-    summary["started"] = len(run_pass())
+    started = run_pass()
+    launch_started(started)
+    summary["started"] = len(started)
     return summary
