@@ -15,7 +15,7 @@ from urllib.parse import quote
 import click
 import httpx
 
-from aipool_cli import __version__
+from aipool_cli import __version__, registry
 from aipool_cli import formatting as fmt
 from aipool_cli.client import EXIT_TROUBLE, AipoolError, Client, make_client
 from aipool_cli.slurmargs import (
@@ -637,6 +637,10 @@ def me(ctx, as_json: bool) -> None:
         emit_json(data)
     else:
         click.echo(fmt.me_text(data))
+
+
+for _command in registry.COMMANDS:  # push, pull, cp: the model and dataset repository
+    cli.add_command(_command)
 
 
 def main() -> None:  # `python -m aipool_cli.main`

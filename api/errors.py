@@ -11,8 +11,10 @@ import logging
 from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import DataError
 from django.http import Http404, JsonResponse
 from django.urls import Resolver404, resolve
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
@@ -24,6 +26,9 @@ from jobs.services import IdempotencyConflict
 log = logging.getLogger(__name__)
 
 NON_FIELD = "non_field_errors"
+# psycopg's message when text holds a NUL character, which PostgreSQL cannot store (SQLite can).
+NUL_MESSAGE = "NUL (0x00)"
+NUL_DETAIL = "text cannot contain NUL (0x00) characters"
 
 
 class Conflict(exceptions.APIException):
@@ -93,6 +98,9 @@ def _translate(exc):
         return Conflict(str(exc))
     if isinstance(exc, BackendUnavailable):
         return ServiceUnavailable()
+    if isinstance(exc, DataError) and NUL_MESSAGE in str(exc):
+        # Fields check their own text; this catches the rest (filters, ids in bodies) before PostgreSQL does.
+        return exceptions.ValidationError({NON_FIELD: [NUL_DETAIL]})
     return exc
 
 
@@ -137,6 +145,7 @@ def summary(errors: dict[str, list[str]]) -> str:
     return text if len(text) <= 500 else text[:497] + "..."
 
 
+@csrf_exempt  # a DELETE to an unknown URL is a 404, not Django's HTML "CSRF cookie not set" page
 def not_found(request, *args, **kwargs) -> JsonResponse:
     """Unknown URLs under /api/ answer in the API's shape, not with the portal's HTML 404 page."""
     detail = f"no API endpoint at {request.path}"

@@ -8,9 +8,10 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import QueryDict
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
+from api import examples
 from api.models import SCOPES, ApiToken
 from api.permissions import require_change
 from cluster.models import Node, NodeState, Partition
@@ -29,6 +30,7 @@ User = get_user_model()
 # --- shared shapes ---------------------------------------------------------------------------------------------
 
 
+@extend_schema_serializer(examples=examples.ERRORS)
 class ErrorSerializer(serializers.Serializer):
     """Every error the API returns has this shape."""
 
@@ -90,6 +92,13 @@ class QuotaUsageSerializer(UsageSerializer):
     tres_minutes = TRESField(help_text="TRES-minutes consumed by ended runs (what GrpTRESMins counts)")
 
 
+@extend_schema_field(
+    {
+        "type": "object",
+        "additionalProperties": {"oneOf": [{"type": "string"}, {"type": "integer"}]},
+        "example": {"GrpTRES": "gres/accelerator=800", "GrpJobs": 10, "MaxWall": "72:00:00"},
+    }
+)
 class LimitChangesField(serializers.DictField):
     """``{"GrpTRES": "gres/accelerator=800", "MaxWall": "72:00:00", "GrpJobs": -1}``: sacctmgr names and values."""
 
@@ -115,6 +124,26 @@ class LimitChangesField(serializers.DictField):
         return changes
 
 
+def has_nul(value) -> bool:
+    """Text PostgreSQL cannot store or even compare: such a name matches nothing, such a field is invalid."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, Mapping):
+        return any(has_nul(k) or has_nul(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(has_nul(item) for item in value)
+    return False
+
+
+class NameField(serializers.SlugRelatedField):
+    """A row named by its name (partitions, users): unknown names, NUL characters included, read as unknown."""
+
+    def to_internal_value(self, data):
+        if has_nul(data):
+            self.fail("does_not_exist", slug_name=self.slug_field, value=data)
+        return super().to_internal_value(data)
+
+
 @extend_schema_field(OpenApiTypes.STR)
 class ScopedSlugField(serializers.SlugRelatedField):
     """A name that must refer to a row the requesting user may see: another tenant's row reads as unknown."""
@@ -134,6 +163,8 @@ class ScopedSlugField(serializers.SlugRelatedField):
         return self.model.objects.visible_to(getattr(request, "user", None), VIEW)
 
     def to_internal_value(self, data):
+        if has_nul(data):
+            self.fail("does_not_exist", model=self.model._meta.verbose_name, value=data)
         try:
             return self.get_queryset().get(**{self.slug_field: data})
         except self.model.DoesNotExist:
@@ -157,10 +188,11 @@ class MeGroupSerializer(serializers.Serializer):
     tenant = serializers.CharField()
 
 
+@extend_schema_serializer(examples=examples.ME)
 class MeSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     username = serializers.CharField()
-    email = serializers.EmailField()
+    email = serializers.CharField(help_text="Empty when the account has none")
     first_name = serializers.CharField()
     last_name = serializers.CharField()
     is_staff = serializers.BooleanField()
@@ -186,6 +218,7 @@ class QuotaGroupSerializer(serializers.Serializer):
         return limits_display_of(quota.group)
 
 
+@extend_schema_serializer(examples=examples.QUOTA)
 class QuotaSerializer(serializers.Serializer):
     user = serializers.CharField()
     groups = QuotaGroupSerializer(many=True)
@@ -194,6 +227,7 @@ class QuotaSerializer(serializers.Serializer):
 # --- tenants, groups, memberships --------------------------------------------------------------------------------
 
 
+@extend_schema_serializer(examples=examples.TENANT)
 class TenantSerializer(serializers.ModelSerializer):
     role = serializers.SerializerMethodField(
         help_text="Your role in the tenant (null for pool staff who are not members)"
@@ -218,16 +252,19 @@ class TenantSerializer(serializers.ModelSerializer):
         return limits_display_of(tenant)
 
 
+@extend_schema_serializer(examples=examples.TENANT_CREATE)
 class TenantCreateSerializer(serializers.Serializer):
     name = serializers.SlugField(max_length=64)
     description = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     limits = LimitChangesField(required=False)
 
 
+@extend_schema_serializer(examples=examples.TENANT_UPDATE)
 class TenantUpdateSerializer(serializers.Serializer):
     limits = LimitChangesField()
 
 
+@extend_schema_serializer(examples=examples.GROUP)
 class GroupSerializer(serializers.ModelSerializer):
     tenant = serializers.CharField(source="tenant.name")
     parent = serializers.CharField(source="parent.name", allow_null=True, default=None)
@@ -272,20 +309,18 @@ class GroupSerializer(serializers.ModelSerializer):
         return UsageSerializer(usage).data
 
 
+@extend_schema_serializer(examples=examples.GROUP_UPDATE)
 class GroupWriteSerializer(serializers.Serializer):
     description = serializers.CharField(max_length=200, required=False, allow_blank=True)
     shares = serializers.IntegerField(min_value=1, required=False, help_text="Fairshare")
-    partitions = serializers.SlugRelatedField(
-        slug_field="name", queryset=Partition.objects.all(), many=True, required=False
-    )
-    default_partition = serializers.SlugRelatedField(
-        slug_field="name", queryset=Partition.objects.all(), required=False, allow_null=True
-    )
+    partitions = NameField(slug_field="name", queryset=Partition.objects.all(), many=True, required=False)
+    default_partition = NameField(slug_field="name", queryset=Partition.objects.all(), required=False, allow_null=True)
     limits = LimitChangesField(
         required=False, help_text='sacctmgr names and values, e.g. {"GrpTRES": "gres/accelerator=800"}; -1 clears'
     )
 
 
+@extend_schema_serializer(examples=examples.GROUP_CREATE)
 class GroupCreateSerializer(GroupWriteSerializer):
     tenant = ScopedSlugField(Tenant)
     name = serializers.SlugField(max_length=64)
@@ -296,6 +331,7 @@ class GroupCreateSerializer(GroupWriteSerializer):
         return tenant
 
 
+@extend_schema_serializer(examples=examples.MEMBERSHIP)
 class MembershipSerializer(serializers.ModelSerializer):
     tenant = serializers.CharField(source="tenant.name")
     user = serializers.CharField(source="user.username")
@@ -314,6 +350,7 @@ class MembershipSerializer(serializers.ModelSerializer):
         )
 
 
+@extend_schema_serializer(examples=examples.MEMBERSHIP_UPDATE)
 class MembershipWriteSerializer(serializers.Serializer):
     role = serializers.ChoiceField(choices=Role.choices, required=False)
     groups = ScopedSlugField(Group, many=True, required=False, help_text="Group names of the tenant (replaces the set)")
@@ -326,9 +363,10 @@ class MembershipWriteSerializer(serializers.Serializer):
         return attrs
 
 
+@extend_schema_serializer(examples=examples.MEMBERSHIP_CREATE)
 class MembershipCreateSerializer(MembershipWriteSerializer):
     tenant = ScopedSlugField(Tenant)
-    user = serializers.SlugRelatedField(slug_field="username", queryset=User.objects.filter(is_active=True))
+    user = NameField(slug_field="username", queryset=User.objects.filter(is_active=True))
     role = serializers.ChoiceField(choices=Role.choices, default=Role.MEMBER)
 
     def validate_tenant(self, tenant):
@@ -351,6 +389,7 @@ def node_state(node: Node, held: NodeAllocation | None) -> str:
     return "ALLOCATED" if full else "MIXED"
 
 
+@extend_schema_serializer(examples=examples.PARTITION)
 class PartitionSerializer(serializers.ModelSerializer):
     default = serializers.BooleanField(source="is_default")
     max_time = serializers.SerializerMethodField(help_text="Slurm format, UNLIMITED when unset")
@@ -391,6 +430,7 @@ class PartitionSerializer(serializers.ModelSerializer):
         )
 
 
+@extend_schema_serializer(examples=examples.NODE)
 class NodeSerializer(serializers.ModelSerializer):
     partitions = serializers.SerializerMethodField()
     state = serializers.SerializerMethodField(help_text="IDLE, MIXED, ALLOCATED, DRAIN or DOWN")
@@ -440,6 +480,7 @@ class JobEventSerializer(serializers.ModelSerializer):
         fields = ["at", "from_state", "to_state", "reason", "cause"]
 
 
+@extend_schema_serializer(examples=examples.JOB)
 class JobSerializer(serializers.ModelSerializer):
     tenant = serializers.CharField(source="tenant.name")
     group = serializers.CharField(source="group.name")
@@ -491,6 +532,7 @@ class JobSerializer(serializers.ModelSerializer):
         return format_memory(job.memory_per_node)
 
 
+@extend_schema_serializer(examples=examples.JOB_DETAIL)
 class JobDetailSerializer(JobSerializer):
     environment = serializers.SerializerMethodField(
         help_text="Shown to the job's owner and tenant admins only; null for others"
@@ -524,6 +566,12 @@ class JobCreateSerializer(serializers.Serializer):
     script = serializers.CharField(required=False, allow_blank=True)
     environment = serializers.DictField(child=serializers.CharField(), required=False)
     runtime = serializers.CharField(required=False, allow_null=True, help_text='e.g. "ai-suite/2.1"')
+    inputs = serializers.ListField(
+        child=serializers.JSONField(), required=False, help_text='Versions to read, e.g. ["model:acme/llama@3"]'
+    )
+    outputs = serializers.ListField(
+        child=serializers.JSONField(), required=False, help_text='Published on completion, e.g. [{"model": "acme/ft"}]'
+    )
 
     def to_internal_value(self, data):
         if isinstance(data, QueryDict):
@@ -532,9 +580,13 @@ class JobCreateSerializer(serializers.Serializer):
             raise serializers.ValidationError({"non_field_errors": ["expected a JSON object"]})
         errors: dict[str, list[str]] = {}
         # A misspelt field would otherwise be silently ignored, e.g. "accelerators" leaving a job with none.
-        for key in data:
+        for key, value in data.items():
             if key not in self.fields:
                 errors[str(key)] = [f"unknown field; known fields are {', '.join(self.fields)}"]
+            elif has_nul(value):
+                errors[key] = ["cannot contain NUL (0x00) characters"]
+        if errors:
+            raise serializers.ValidationError(errors)
         spec = None
         try:
             spec = parse_job_spec(dict(data))
@@ -547,7 +599,9 @@ class JobCreateSerializer(serializers.Serializer):
             errors["group"] = ["this field is required: the name of a group (Slurm account) you belong to"]
         else:
             user = self.context["request"].user
-            group = Group.objects.visible_to(user).select_related("tenant").filter(name=name).first()
+            group = (
+                Group.objects.visible_to(user).select_related("tenant", "default_partition").filter(name=name).first()
+            )
             if group is None:
                 errors["group"] = [f"unknown group '{name}'"]
         if errors:
@@ -561,6 +615,7 @@ class LogQuerySerializer(serializers.Serializer):
     limit = serializers.IntegerField(min_value=1, max_value=1 << 20, default=1 << 20, help_text="Bytes at most")
 
 
+@extend_schema_serializer(examples=examples.LOG_CHUNK)
 class LogChunkSerializer(serializers.Serializer):
     text = serializers.CharField()
     offset = serializers.IntegerField(help_text="Pass as ?offset= next time to continue (tail -f by polling)")
@@ -582,6 +637,7 @@ class SuggestionSerializer(serializers.Serializer):
     estimated_start = serializers.DateTimeField(allow_null=True)
 
 
+@extend_schema_serializer(examples=examples.EXPLAIN)
 class ExplainSerializer(serializers.Serializer):
     state = serializers.CharField()
     reason = serializers.CharField()
@@ -593,6 +649,7 @@ class ExplainSerializer(serializers.Serializer):
 # --- tokens ------------------------------------------------------------------------------------------------------
 
 
+@extend_schema_serializer(examples=examples.TOKEN)
 class TokenSerializer(serializers.ModelSerializer):
     prefix = serializers.SerializerMethodField(help_text="The token's first characters, to recognise it")
     scopes = serializers.ListField(child=serializers.ChoiceField(choices=SCOPES))
@@ -606,12 +663,14 @@ class TokenSerializer(serializers.ModelSerializer):
         return f"aip_{token.prefix}"
 
 
+@extend_schema_serializer(examples=examples.TOKEN_CREATE)
 class TokenCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=100)
     scopes = serializers.ListField(child=serializers.ChoiceField(choices=SCOPES), default=["read", "write"])
     expires_days = serializers.IntegerField(min_value=1, max_value=3650, required=False, allow_null=True)
 
 
+@extend_schema_serializer(examples=examples.TOKEN_CREATED)
 class TokenCreatedSerializer(TokenSerializer):
     token = serializers.CharField(help_text="The secret: shown this once, store it now")
 

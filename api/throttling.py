@@ -1,10 +1,41 @@
-"""Request rate limits per token (or per signed-in user, or per address), rates from AIPOOL_API_RATE."""
+"""Request rate limits per token (or per signed-in user, or per address), rates from AIPOOL_API_RATE.
+
+Counted in fixed windows in a cache every web worker shares (Redis, when the pool has one): a per-process count
+would let each gunicorn worker grant the full rate again. One atomic increment per request, whatever the rate.
+"""
 
 from __future__ import annotations
 
+import functools
+import math
+
+from django.conf import settings
+from django.core.cache import caches
 from rest_framework.throttling import SimpleRateThrottle
 
 from api.models import ApiToken
+from portal.env import env_str
+
+LOCAL = "local"
+
+
+def throttle_cache():
+    """AIPOOL_THROTTLE_CACHE: a redis:// URL, or ``local`` for this process's default cache. Unset: the Redis
+    broker when Celery uses one, else the default cache (the embedded default runs one web worker per core)."""
+    url = env_str("AIPOOL_THROTTLE_CACHE") or env_str("CELERY_BROKER_URL") or env_str("REDIS_URL")
+    if not url.startswith(("redis://", "rediss://")):
+        url = LOCAL
+    return _cache(url, settings.DATABASES["default"]["NAME"])
+
+
+@functools.cache
+def _cache(url: str, database: str):
+    if url == LOCAL:
+        return caches["default"]
+    from django.core.cache.backends.redis import RedisCache
+
+    # Prefixed with the database: pools (and test stacks) sharing one Redis never share counters of token ids.
+    return RedisCache(url, {"KEY_PREFIX": f"aipool-throttle:{database}"})
 
 
 class TokenRateThrottle(SimpleRateThrottle):
@@ -20,3 +51,22 @@ class TokenRateThrottle(SimpleRateThrottle):
         else:
             ident = f"addr:{self.get_ident(request)}"
         return self.cache_format % {"scope": self.scope, "ident": ident}
+
+    def allow_request(self, request, view) -> bool:
+        if self.rate is None:
+            return True
+        self.now = self.timer()
+        window = int(self.now // self.duration)
+        self.window_end = (window + 1) * self.duration
+        key = f"{self.get_cache_key(request, view)}:{window}"
+        cache = throttle_cache()
+        cache.add(key, 0, timeout=self.duration + 1)
+        try:
+            count = cache.incr(key)
+        except ValueError:  # the window's key expired between add and incr
+            cache.set(key, 1, timeout=self.duration + 1)
+            count = 1
+        return count <= self.num_requests
+
+    def wait(self) -> float:
+        return max(1, math.ceil(self.window_end - self.now))

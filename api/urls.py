@@ -6,6 +6,7 @@ from rest_framework.routers import SimpleRouter
 
 from api import views
 from api.errors import not_found
+from api.views import registry
 
 app_name = "api"
 
@@ -17,6 +18,8 @@ router.register("partitions", views.PartitionViewSet, basename="partition")
 router.register("nodes", views.NodeViewSet, basename="node")
 router.register("jobs", views.JobViewSet, basename="job")
 router.register("tokens", views.TokenViewSet, basename="token")
+for prefix, viewset, basename in registry.ROUTES:
+    router.register(prefix, viewset, basename=basename)
 
 v1 = [
     path("me/", views.MeView.as_view(), name="me"),

@@ -3,6 +3,8 @@
 Inventory is shared by every tenant of the pool (like ``sinfo``), so these models are not tenant-scoped.
 """
 
+from django.conf import settings
+from django.core.validators import RegexValidator
 from django.db import models
 
 
@@ -61,3 +63,26 @@ class Partition(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class PosixAccount(models.Model):
+    """The operating-system account a portal user's jobs run as on a backend that runs jobs as their owners (Slurm).
+
+    A user without one runs as the POSIX account of the same name. Not tenant-owned: it belongs to the person.
+    """
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="posix_account")
+    username = models.CharField(
+        max_length=32,
+        validators=[RegexValidator(r"^[a-z_][a-z0-9_.-]*\$?$", "a POSIX user name: lower case, digits, _ . -")],
+        help_text="login name on the cluster's nodes",
+    )
+    uid = models.PositiveIntegerField(
+        null=True, blank=True, help_text="only when the portal's host cannot resolve the name (no passwd entry)"
+    )
+
+    class Meta:
+        verbose_name = "POSIX account"
+
+    def __str__(self) -> str:
+        return f"{self.user} → {self.username}"

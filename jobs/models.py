@@ -112,6 +112,8 @@ class Job(models.Model):
             models.Index(fields=["tenant", "-id"]),
             models.Index(fields=["group", "state"]),
             models.Index(fields=["user", "-id"]),
+            # Fair share bills runs that ended since the last usage update: a range scan, not a table scan.
+            models.Index(fields=["ended_at"]),
         ]
         constraints = [
             models.UniqueConstraint(
@@ -170,6 +172,22 @@ class SchedulerLock(models.Model):
     last_pass_at = models.DateTimeField(null=True, blank=True)
     # Set when a pass is queued, cleared when one starts: a burst of 1,000 submits queues one pass, not 1,000.
     pass_requested = models.BooleanField(default=False)
+    # FairShareUsage rows hold decayed usage as of this instant; runs after it are billed on top when read.
+    usage_decayed_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"scheduler lock (last pass {self.last_pass_at})"
+
+
+class FairShareUsage(models.Model):
+    """Decayed usage of one association (``tenant:ID`` or ``group:ID``), in accelerator-equivalent seconds.
+
+    Slurm's usage_raw: every second a job runs is billed to its group, the groups above it and its tenant, and halves
+    every PriorityDecayHalfLife. Stored as of ``SchedulerLock.usage_decayed_at`` and brought up to date on read.
+    """
+
+    association = models.CharField(max_length=32, unique=True)
+    usage = models.FloatField(default=0.0)
+
+    def __str__(self) -> str:
+        return f"{self.association}: {self.usage:.0f}"

@@ -1,22 +1,77 @@
-"""The ORM side of scheduling: load the state the pure core needs, run it, apply its decisions in one transaction."""
+"""The ORM side of scheduling: load the state the pure core needs, run it, apply its decisions in one transaction.
+
+Every read is one query for the whole pool (nodes, running jobs, pending jobs, tenants, groups, fair-share usage,
+runs ended since the last usage update), never one per job, so a pass costs the same few queries with 10 or 100,000
+jobs queued; writes are one UPDATE per reason code plus the transitions of the jobs it starts.
+"""
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
+from django.conf import settings
 from django.db import transaction
+from django.db.models import FloatField, Func
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from cluster.models import Node, NodeState
-from jobs.models import Job, SchedulerLock
+from cluster.models import Node, NodeState, Partition
+from jobs.models import FairShareUsage, Job, SchedulerLock
 from jobs.services import transition
+from portal.env import env_int, env_str
 from scheduler.core import schedule
-from scheduler.model import AssocLimits, AssocUsage, JobRequest, NodeView
+from scheduler.model import AssocLimits, AssocUsage, Decisions, JobRequest, NodeView, RunningJob
+from scheduler.policy import Policy, Weights
+from scheduler.priority import Association, Prioritizer, PriorityContext, UsageInterval, decay_usage, fairshare_factors
 from tenants.models import Group, Tenant
+from vocab.slurmtime import TimeFormatError, parse_minutes
 from vocab.states import JobState
 from vocab.tres import ACCEL, CPU, MEM, NODE
 
 log = logging.getLogger(__name__)
+
+REASON_BATCH = 500  # ids per UPDATE: well under SQLite's bound-parameter limit
+BOOTSTRAP_HALF_LIVES = 10  # with no stored usage yet, bill runs that ended this far back (older ones weigh < 0.1%)
+
+
+class Epoch(Func):
+    """A datetime column as seconds since the epoch, computed by the database: a pass reads two per queued job, and
+    building datetime objects for 100,000 rows costs more than the pass itself."""
+
+    output_field = FloatField()
+
+    def as_sqlite(self, compiler, connection, **extra):
+        return self.as_sql(compiler, connection, template="((julianday(%(expressions)s) - 2440587.5) * 86400.0)")
+
+    def as_postgresql(self, compiler, connection, **extra):
+        return self.as_sql(compiler, connection, template="EXTRACT(EPOCH FROM %(expressions)s)::float8")
+
+
+# The columns a JobRequest is built from, in request_from_row's order.
+JOB_FIELDS = (
+    "id",
+    "partition__name",
+    "nodes",
+    "accelerators_per_node",
+    "cpus_per_node",
+    "memory_per_node",
+    "time_limit",
+    "group_id",
+    "tenant_id",
+    "user__username",
+    "submitted",
+    "eligible",
+    "topology_aware",
+    "max_switches",
+)
+TIMES = {"submitted": Epoch("submitted_at"), "eligible": Epoch(Coalesce("eligible_at", "submitted_at"))}
+
+
+def job_rows(queryset, *extra: str):
+    """`JOB_FIELDS` (then `extra`) of each job, as tuples."""
+    return queryset.annotate(**TIMES).values_list(*JOB_FIELDS, *extra)
 
 
 def tenant_key(tenant_id: int) -> str:
@@ -27,38 +82,96 @@ def group_key(group_id: int) -> str:
     return f"group:{group_id}"
 
 
-def load_nodes() -> list[NodeView]:
-    views = {
-        n.name: NodeView(
-            name=n.name,
-            switch=n.switch.name,
-            partitions=frozenset(p.name for p in n.partitions.all()),
-            accelerators=n.accelerators,
-            cpus=n.cpus,
-            memory_mb=n.memory_mb,
-            up=n.state == NodeState.UP,
-            free_accelerators=list(range(n.accelerators)),
-            free_cpus=n.cpus,
-            free_memory_mb=n.memory_mb,
-        )
-        for n in Node.objects.select_related("switch").prefetch_related("partitions")
-    }
-    for job in Job.objects.running().only("allocation", "cpus_per_node", "memory_per_node"):
-        for node_name, indices in job.allocation.items():
-            node = views.get(node_name)
-            if node is None:
-                continue
-            node.free_accelerators = [i for i in node.free_accelerators if i not in indices]
-            node.free_cpus -= job.cpus_per_node
-            node.free_memory_mb -= job.memory_per_node
-    return list(views.values())
+# --- policy from the environment (read at call time) -----------------------------------------------------------------
 
 
-def load_limits() -> tuple[dict[str, AssocLimits], dict[int, tuple[str, ...]]]:
-    """Limits of every association, and for each group the chain of association keys from its tenant down."""
+def _minutes(name: str, default: str) -> int:
+    raw = env_str(name, default) or default
+    try:
+        return parse_minutes(raw)
+    except TimeFormatError as exc:
+        raise ValueError(f"{name}: {exc}") from exc
+
+
+def policy_from_env() -> Policy:
+    """Slurm's priority/multifactor and topology knobs; durations in Slurm time formats, in time-limit minutes."""
+    minute = float(settings.AIPOOL_SECONDS_PER_MINUTE)
+    return Policy(
+        weights=Weights(
+            age=env_int("AIPOOL_PRIORITY_WEIGHT_AGE", 1000),
+            fairshare=env_int("AIPOOL_PRIORITY_WEIGHT_FAIRSHARE", 10000),
+            job_size=env_int("AIPOOL_PRIORITY_WEIGHT_JOB_SIZE", 1000),
+            partition=env_int("AIPOOL_PRIORITY_WEIGHT_PARTITION", 1000),
+        ),
+        seconds_per_minute=minute,
+        max_age=_minutes("AIPOOL_PRIORITY_MAX_AGE", "7-0") * minute,
+        half_life=_minutes("AIPOOL_PRIORITY_DECAY_HALF_LIFE", "7-0") * minute,
+        switch_wait=_minutes("AIPOOL_MAX_SWITCH_WAIT", "5") * minute,
+        plan_window=_minutes("AIPOOL_PLAN_WINDOW", "7-0") * minute,
+    )
+
+
+def usage_save_period() -> float:
+    """PriorityCalcPeriod: how often decayed usage is written back (it is always current when read)."""
+    return _minutes("AIPOOL_PRIORITY_CALC_PERIOD", "5") * float(settings.AIPOOL_SECONDS_PER_MINUTE)
+
+
+# --- loading ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class PoolState:
+    """Everything a pass or an explanation reads, loaded with a fixed number of queries."""
+
+    now: datetime
+    policy: Policy
+    nodes: list[NodeView]
+    running: list[RunningJob]
+    limits: dict[str, AssocLimits]
+    chains: dict[int, tuple[str, ...]]
+    tree: list[Association]
+    usage: dict[str, AssocUsage]
+    fairshare_usage: dict[str, float]
+    priority: PriorityContext
+    partitions: dict[str, Partition]
+
+    @property
+    def ts(self) -> float:
+        return self.now.timestamp()
+
+
+def load_state(now: datetime | None = None, lock: SchedulerLock | None = None) -> PoolState:
+    now = now or timezone.now()
+    policy = policy_from_env()
+    limits, chains, tree = _load_associations()
+    running = _load_running(chains, now.timestamp(), policy)
+    nodes = _node_views(running)
+    usage = _usage_of(running)
+    _add_consumed_minutes(usage, chains, limits)
+    lock = lock or SchedulerLock.objects.filter(pk=1).first()
+    fairshare_usage = _current_fairshare_usage(now, lock, running, chains, policy)
+    partitions = {p.name: p for p in Partition.objects.all()}
+    size: dict[str, list[int]] = {}
+    for node in nodes:
+        if node.up:
+            for name in node.partitions:
+                counts = size.setdefault(name, [0, 0])
+                counts[0] += 1
+                counts[1] += node.accelerators
+    context = PriorityContext(
+        fairshare=fairshare_factors(tree, fairshare_usage),
+        partition_tier={name: p.priority_tier for name, p in partitions.items()},
+        partition_size={name: (c[0], c[1]) for name, c in size.items()},
+    )
+    return PoolState(now, policy, nodes, running, limits, chains, tree, usage, fairshare_usage, context, partitions)
+
+
+def _load_associations() -> tuple[dict[str, AssocLimits], dict[int, tuple[str, ...]], list[Association]]:
     limits: dict[str, AssocLimits] = {}
+    tree: list[Association] = []
     for tenant in Tenant.objects.all():
         limits[tenant_key(tenant.pk)] = _assoc_limits(tenant)
+        tree.append(Association(tenant_key(tenant.pk), None, 1))
     groups = list(Group.objects.all())
     by_name = {g.name: g for g in groups}
     chains: dict[int, tuple[str, ...]] = {}
@@ -66,6 +179,14 @@ def load_limits() -> tuple[dict[str, AssocLimits], dict[int, tuple[str, ...]]]:
         limits[group_key(group.pk)] = _assoc_limits(group)
         names = [n for n in group.path.strip("/").split("/") if n]
         chains[group.pk] = (tenant_key(group.tenant_id), *(group_key(by_name[n].pk) for n in names if n in by_name))
+        parent = group_key(group.parent_id) if group.parent_id else tenant_key(group.tenant_id)
+        tree.append(Association(group_key(group.pk), parent, group.shares))
+    return limits, chains, tree
+
+
+def load_limits() -> tuple[dict[str, AssocLimits], dict[int, tuple[str, ...]]]:
+    """Limits of every association, and for each group the chain of association keys from its tenant down."""
+    limits, chains, _ = _load_associations()
     return limits, chains
 
 
@@ -77,6 +198,13 @@ def _assoc_limits(assoc) -> AssocLimits:
         max_tres_per_user=dict(assoc.max_tres_per_user or {}),
         grp_tres_mins=dict(assoc.grp_tres_mins or {}),
     )
+
+
+def request_from_row(row: tuple, chains: dict[int, tuple[str, ...]]) -> JobRequest:
+    """A JobRequest from a `job_rows` tuple."""
+    pk, partition, nodes, apn, cpn, mpn, limit, group_id, tenant_id, user, submitted, eligible, topo, most = row[:14]
+    chain = chains.get(group_id) or (tenant_key(tenant_id),)
+    return JobRequest(pk, partition, nodes, apn, cpn, mpn, limit, chain, user, submitted, topo, most, 0, eligible)
 
 
 def request_for(job: Job, chains: dict[int, tuple[str, ...]]) -> JobRequest:
@@ -91,17 +219,74 @@ def request_for(job: Job, chains: dict[int, tuple[str, ...]]) -> JobRequest:
         associations=chains.get(job.group_id, (tenant_key(job.tenant_id),)),
         user=job.user.username,
         submitted_at=job.submitted_at.timestamp(),
+        eligible_at=(job.eligible_at or job.submitted_at).timestamp(),
         topology_aware=job.topology_aware,
         max_switches=job.max_switches,
     )
 
 
-def load_usage(chains: dict[int, tuple[str, ...]], limits: dict[str, AssocLimits]) -> dict[str, AssocUsage]:
+def _load_running(chains: dict[int, tuple[str, ...]], now: float, policy: Policy) -> list[RunningJob]:
+    running = []
+    running_jobs = Job.objects.running().annotate(started=Epoch(Coalesce("started_at", "submitted_at")))
+    for row in job_rows(running_jobs, "started", "allocation"):
+        request = request_from_row(row, chains)
+        started, allocation = row[14], row[15]
+        # A job past its limit is being killed: it frees its nodes any moment now.
+        ends_at = max(now, started + policy.duration(request.time_limit))
+        allocation = {node: tuple(ix) for node, ix in (allocation or {}).items()}
+        running.append(RunningJob(request, allocation, ends_at, started))
+    return running
+
+
+def _node_views(running: list[RunningJob]) -> list[NodeView]:
+    member_of: dict[int, set[str]] = {}
+    for node_id, partition in Partition.nodes.through.objects.values_list("node_id", "partition__name"):
+        member_of.setdefault(node_id, set()).add(partition)
+    views = {
+        name: NodeView(
+            name=name,
+            switch=switch,
+            partitions=frozenset(member_of.get(pk, ())),
+            accelerators=accelerators,
+            cpus=cpus,
+            memory_mb=memory,
+            up=state == NodeState.UP,
+            free_accelerators=list(range(accelerators)),
+            free_cpus=cpus,
+            free_memory_mb=memory,
+        )
+        for pk, name, switch, accelerators, cpus, memory, state in Node.objects.values_list(
+            "pk", "name", "switch__name", "accelerators", "cpus", "memory_mb", "state"
+        )
+    }
+    for run in running:
+        for node_name, indices in run.allocation.items():
+            node = views.get(node_name)
+            if node is None:
+                continue
+            held = set(indices)
+            node.free_accelerators = [i for i in node.free_accelerators if i not in held]
+            node.free_cpus -= run.job.cpus_per_node
+            node.free_memory_mb -= run.job.memory_per_node
+    return list(views.values())
+
+
+def load_nodes() -> list[NodeView]:
+    """Every node with what running jobs leave free on it."""
+    limits, chains = load_limits()
+    return _node_views(_load_running(chains, timezone.now().timestamp(), policy_from_env()))
+
+
+def _usage_of(running: list[RunningJob]) -> dict[str, AssocUsage]:
     usage: dict[str, AssocUsage] = {}
-    for job in Job.objects.running().select_related("partition", "user"):
-        request = request_for(job, chains)
-        for key in request.associations:
-            usage.setdefault(key, AssocUsage()).add(request)
+    for run in running:
+        for key in run.job.associations:
+            usage.setdefault(key, AssocUsage()).add(run.job)
+    return usage
+
+
+def load_usage(chains: dict[int, tuple[str, ...]], limits: dict[str, AssocLimits]) -> dict[str, AssocUsage]:
+    usage = _usage_of(_load_running(chains, timezone.now().timestamp(), policy_from_env()))
     _add_consumed_minutes(usage, chains, limits)
     return usage
 
@@ -109,7 +294,7 @@ def load_usage(chains: dict[int, tuple[str, ...]], limits: dict[str, AssocLimits
 def _add_consumed_minutes(
     usage: dict[str, AssocUsage], chains: dict[int, tuple[str, ...]], limits: dict[str, AssocLimits]
 ) -> None:
-    """TRES-minutes of ended runs (by real elapsed time), for GrpTRESMins budgets.
+    """TRES-minutes of ended runs (by real elapsed time, in time-limit minutes), for GrpTRESMins budgets.
 
     Only groups with a budget somewhere up their chain are read: most pools have none, and then this costs nothing.
     """
@@ -117,6 +302,7 @@ def _add_consumed_minutes(
     budgeted = [gid for gid, chain in chains.items() if budgeted_keys.intersection(chain)]
     if not budgeted:
         return
+    minute = float(settings.AIPOOL_SECONDS_PER_MINUTE)
     ended = (
         Job.objects.filter(group_id__in=budgeted)
         .exclude(state__in=[JobState.PENDING, JobState.RUNNING])
@@ -127,7 +313,7 @@ def _add_consumed_minutes(
         )
     )
     for group_id, started, ended_at, nodes, apn, cpn, mpn in ended.iterator():
-        minutes = max(0.0, (ended_at - started).total_seconds() / 60)
+        minutes = max(0.0, (ended_at - started).total_seconds() / minute)
         spent = {
             CPU: nodes * cpn * minutes,
             MEM: nodes * mpn * minutes,
@@ -140,6 +326,68 @@ def _add_consumed_minutes(
                 totals[name] = totals.get(name, 0) + value
 
 
+def _current_fairshare_usage(
+    now: datetime, lock: SchedulerLock | None, running: list[RunningJob], chains, policy: Policy
+) -> dict[str, float]:
+    """Stored decayed usage brought up to `now`: decayed further, plus what ran since it was stored."""
+    since = lock.usage_decayed_at if lock is not None else None
+    stored = dict(FairShareUsage.objects.values_list("association", "usage")) if since else {}
+    if since is None:
+        since = now - timedelta(seconds=policy.half_life * BOOTSTRAP_HALF_LIVES)
+    intervals = [
+        UsageInterval(
+            run.job.associations,
+            policy.billing_rate(run.job.tres[ACCEL], run.job.tres[CPU]),
+            run.started_at if run.started_at is not None else now.timestamp(),
+            now.timestamp(),
+        )
+        for run in running
+    ]
+    ended = (
+        Job.objects.filter(ended_at__gt=since)
+        .exclude(started_at=None)
+        .values_list(
+            "group_id", "tenant_id", "nodes", "accelerators_per_node", "cpus_per_node", "started_at", "ended_at"
+        )
+    )
+    for group_id, tenant_id, nodes, apn, cpn, started, ended_at in ended.iterator():
+        intervals.append(
+            UsageInterval(
+                chains.get(group_id, (tenant_key(tenant_id),)),
+                policy.billing_rate(nodes * apn, nodes * cpn),
+                started.timestamp(),
+                ended_at.timestamp(),
+            )
+        )
+    return decay_usage(stored, since.timestamp(), now.timestamp(), intervals, policy.half_life)
+
+
+def _save_fairshare_usage(lock: SchedulerLock, state: PoolState) -> None:
+    if lock.usage_decayed_at is not None and (state.now - lock.usage_decayed_at).total_seconds() < usage_save_period():
+        return
+    rows = [FairShareUsage(association=key, usage=value) for key, value in state.fairshare_usage.items()]
+    FairShareUsage.objects.bulk_create(
+        rows, update_conflicts=True, unique_fields=["association"], update_fields=["usage"], batch_size=REASON_BATCH
+    )
+    lock.usage_decayed_at = state.now
+
+
+def load_queue(state: PoolState) -> tuple[list[JobRequest], dict[int, str]]:
+    """Pending jobs as requests with their priority now, and each one's recorded reason."""
+    queue, reasons = [], {}
+    prioritizer = Prioritizer(state.priority, state.ts, state.policy)
+    # In submission order: the core's queue sort then only has to order by priority.
+    for row in job_rows(Job.objects.pending().order_by("submitted_at", "id"), "reason"):
+        request = request_from_row(row, state.chains)
+        request.priority = prioritizer.priority(request)
+        queue.append(request)
+        reasons[request.id] = row[14]
+    return queue, reasons
+
+
+# --- the pass --------------------------------------------------------------------------------------------------------
+
+
 def run_pass() -> list[int]:
     """One scheduling pass; returns the ids of the jobs it started. Passes never overlap (row lock)."""
     # Cleared before reading state, so a submit that lands during this pass queues the next one.
@@ -147,28 +395,31 @@ def run_pass() -> list[int]:
     with transaction.atomic():
         SchedulerLock.objects.get_or_create(pk=1)
         lock = SchedulerLock.objects.select_for_update().get(pk=1)
-        limits, chains = load_limits()
-        pending = list(Job.objects.pending().select_related("partition", "user").order_by("submitted_at", "id"))
-        if not pending:
-            return []
-        decisions = schedule(
-            load_nodes(),
-            [request_for(j, chains) for j in pending],
-            limits,
-            load_usage(chains, limits),
-            timezone.now().timestamp(),
-        )
-        started = _apply(decisions, {j.pk: j for j in pending})
+        state = load_state(lock=lock)
+        queue, reasons = load_queue(state)
+        started: list[int] = []
+        if queue:
+            decisions = schedule(
+                state.nodes,
+                queue,
+                state.limits,
+                state.usage,
+                state.ts,
+                running=state.running,
+                policy=state.policy,
+            )
+            started = _apply(decisions, reasons, state.now)
+        _save_fairshare_usage(lock, state)
         lock.last_pass_at = timezone.now()
-        lock.save(update_fields=["last_pass_at"])
+        lock.save(update_fields=["last_pass_at", "usage_decayed_at"])
     return started
 
 
-def _apply(decisions, jobs_by_id: dict[int, Job]) -> list[int]:
+def _apply(decisions: Decisions, reasons: dict[int, str], now: datetime) -> list[int]:
     started = []
-    now = timezone.now()
+    jobs = Job.objects.in_bulk([s.job_id for s in decisions.starts])
     for start in decisions.starts:
-        job = jobs_by_id[start.job_id]
+        job = jobs[start.job_id]
         nodelist = list(start.allocation)
         moved = transition(
             job,
@@ -182,8 +433,15 @@ def _apply(decisions, jobs_by_id: dict[int, Job]) -> list[int]:
         )
         if moved:
             started.append(job.pk)
+    changed: dict[str, list[int]] = {}
     for block in decisions.blocked:
-        job = jobs_by_id[block.job_id]
-        if job.reason != block.reason:
-            Job.objects.filter(pk=job.pk, state=JobState.PENDING).update(reason=block.reason)
+        if reasons.get(block.job_id) != block.reason:
+            changed.setdefault(block.reason, []).append(block.job_id)
+    for reason, ids in changed.items():
+        for at in range(0, len(ids), REASON_BATCH):
+            Job.objects.filter(pk__in=ids[at : at + REASON_BATCH], state=JobState.PENDING).update(reason=reason)
     return started
+
+
+def when(ts: float | None) -> datetime | None:
+    return None if ts is None else datetime.fromtimestamp(ts, tz=UTC)

@@ -162,7 +162,7 @@ def node_allocations() -> dict[str, NodeAllocation]:
     return held
 
 
-# Plain words for the reason a job waits; the scheduler's explain issue replaces this with causes carrying numbers.
+# Plain words for a reason code, where no cause with numbers is at hand (the reason a past pass recorded).
 REASON_MESSAGES = {
     Reason.NONE: "waiting for the next scheduling pass",
     Reason.PRIORITY: "jobs ahead of it in the queue wait for the same resources",
@@ -179,21 +179,32 @@ REASON_MESSAGES = {
     Reason.DEPENDENCY: "it waits for another job to finish",
     Reason.BEGIN_TIME: "its start time has not come yet",
     Reason.JOB_HELD: "an administrator holds it",
+    Reason.BACKEND_UNAVAILABLE: "the cluster backend cannot be reached; the job keeps its place until it is back",
 }
 
 
 def job_explanation(job: Job) -> dict:
-    """``GET jobs/{id}/explain/``: why a job waits. One cause from its reason code for now; the shape is final."""
-    causes = []
-    if job.state == JobState.PENDING:
-        template = REASON_MESSAGES.get(job.reason, "waiting ({reason})")
-        causes.append(
-            {
-                "code": job.reason,
-                "message": template.format(partition=job.partition.name, reason=job.reason),
-                "limit": None,
-                "in_use": None,
-                "requested": job.tres,
-            }
-        )
-    return {"state": job.state, "reason": job.reason, "causes": causes, "estimated_start": None, "suggestions": []}
+    """``GET jobs/{id}/explain/``: every cause that keeps a job waiting, with numbers; its estimated start from the
+    scheduler's plan; and changes to its request that would start it sooner, each with its own estimated start."""
+    from jobs.explain import job_explanation as explain
+    from jobs.runs import backend_estimated_start
+
+    answer = explain(job)
+    # A backend that places jobs itself (Slurm) knows better when: its own estimate (squeue --start) wins.
+    if job.backend_job_id and (estimate := backend_estimated_start(job)) is not None:
+        answer["estimated_start"] = estimate
+    return answer
+
+
+def priority_factors(job: Job) -> dict:
+    """``sprio -l -j ID``: the job's multifactor priority, each factor raw and weighted, and its fair-share usage."""
+    from jobs.explain import priority_factors as factors
+
+    return factors(job)
+
+
+def queue_priorities(jobs) -> dict[int, int]:
+    """``squeue -o %Q``: job id → priority now, for a queryset of jobs, with a fixed number of queries."""
+    from jobs.explain import queue_priorities as priorities
+
+    return priorities(jobs)

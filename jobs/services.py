@@ -11,6 +11,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from jobs import hooks
 from jobs.admission import check_association_limits, resolve
 from jobs.models import Job, JobEvent
 from jobs.spec import JobSpec
@@ -121,6 +122,7 @@ def _submit(*, user, group: Group, spec: JobSpec, idempotency_key: str | None, d
         job=job, at=now, from_state="", to_state=JobState.PENDING, cause=f"submitted by {user.username}"
     )
     audit(actor=user, action="job.submit", target=job, tenant=tenant)
+    hooks.job_submitted(job=job, spec=spec, user=user)
     _after_commit_schedule()
     return job
 
@@ -164,10 +166,10 @@ def job_cancel(*, user, job: Job) -> Job:
     if job.state in FINAL_STATES:
         raise ValidationError({"state": [f"job {job.pk} has already ended ({job.state})"]})
     backend_job_id = job.backend_job_id
-    was_running = job.state == JobState.RUNNING
     transition(job, JobState.CANCELLED, cause=f"cancelled by {user.username}")
     audit(actor=user, action="job.cancel", target=job, tenant=job.tenant)
-    if was_running and backend_job_id:
+    # Whatever the backend holds, running or (Slurm) still queued there, is stopped.
+    if backend_job_id:
         from jobs.tasks import cancel_on_backend
 
         transaction.on_commit(lambda: cancel_on_backend.delay(job.backend, backend_job_id))

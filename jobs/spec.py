@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from django.core.exceptions import ValidationError
 
+from jobs import hooks
 from vocab.slurmtime import TimeFormatError, parse_minutes
 from vocab.tres import TRESError, parse_memory
 
@@ -32,10 +33,12 @@ class JobSpec:
     script: str = ""
     environment: dict[str, str] = field(default_factory=dict)
     runtime: str | None = None
+    extensions: dict = field(default_factory=dict)  # fields other apps register in jobs.hooks (inputs, outputs)
 
     def canonical(self) -> dict:
         """A stable dict of the request, for idempotency comparison."""
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        # Without extensions, the same dict as before they existed: stored request hashes keep matching.
+        return {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "extensions" or self.extensions}
 
 
 def _int(data: dict, key: str, errors: dict, *, minimum: int, default=None, required=False):
@@ -76,6 +79,7 @@ def parse_job_spec(data: dict) -> JobSpec:
     topology_aware = data.get("topology_aware", False)
     if not isinstance(topology_aware, bool):
         errors["topology_aware"] = ["must be true or false"]
+    extensions = hooks.parse_extensions(data, errors)
     if errors:
         raise ValidationError(errors)
     return JobSpec(
@@ -92,6 +96,7 @@ def parse_job_spec(data: dict) -> JobSpec:
         script=script,
         environment=environment,
         runtime=str(runtime) if runtime else None,
+        extensions=extensions,
     )
 
 

@@ -7,11 +7,20 @@ from celery import shared_task
 from cluster.backends.base import BackendUnavailable
 
 
+def _backend_schedules_itself() -> bool:
+    from cluster.backends.registry import get_backend
+
+    return get_backend().schedules_itself
+
+
 @shared_task(acks_late=True, ignore_result=True)
 def schedule_pass() -> list[int]:
-    from jobs.runs import launch_started
+    from jobs.runs import dispatch_to_self_scheduling_backend, launch_started
     from jobs.scheduling import run_pass
 
+    if _backend_schedules_itself():
+        # Slurm places jobs itself: hand the pending ones over instead of allocating them here.
+        return dispatch_to_self_scheduling_backend()
     started = run_pass()
     launch_started(started)
     return started
@@ -42,11 +51,31 @@ def cancel_on_backend(backend: str, backend_job_id: str) -> None:
 @shared_task(acks_late=True, ignore_result=True)
 def reconcile() -> dict:
     """Periodic: sync backend state into the database, relaunch lost launches, then schedule what freed up."""
-    from jobs.runs import launch_started, reconcile_running
+    from jobs.runs import (
+        dispatch_to_self_scheduling_backend,
+        launch_started,
+        reconcile_running,
+        reconcile_self_scheduled,
+    )
     from jobs.scheduling import run_pass
 
+    if _backend_schedules_itself():
+        summary = reconcile_self_scheduled()
+        summary["dispatched"] = len(dispatch_to_self_scheduling_backend())
+        return summary
     summary = reconcile_running()
     started = run_pass()
     launch_started(started)
     summary["started"] = len(started)
     return summary
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def sync_backend_limits() -> dict:
+    """After a limit, group or membership change, and periodically: repair the drift between aipool's limits and
+    the backend's associations (Slurm). A backend that is down is left for the next run; nothing is retried here."""
+    from jobs.slurm_sync import sync
+
+    if not _backend_schedules_itself():
+        return {"skipped": "the backend enforces no limits of its own"}
+    return sync().summary()

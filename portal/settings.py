@@ -33,6 +33,7 @@ INSTALLED_APPS = [
     "jobs",
     "api",
     "portal",
+    "registry",
 ]
 
 MIDDLEWARE = [
@@ -108,6 +109,10 @@ STORAGES = {
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
+# Password-reset mails print to the console unless a real backend is configured (DJANGO_EMAIL_BACKEND, EMAIL_HOST...).
+EMAIL_BACKEND = env_str("DJANGO_EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+DEFAULT_FROM_EMAIL = env_str("DJANGO_DEFAULT_FROM_EMAIL", "aipool@localhost")
 
 # --- Celery -------------------------------------------------------------------------------------------------
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or env_str("REDIS_URL") or f"sqla+sqlite:///{DATA_DIR}/broker.sqlite3"
@@ -179,7 +184,22 @@ LOGGING = {
 AIPOOL_SECONDS_PER_MINUTE = env_int("AIPOOL_SECONDS_PER_MINUTE", 60)
 AIPOOL_KILL_GRACE_SECONDS = env_int("AIPOOL_KILL_GRACE_SECONDS", 10)
 
+# --- Slurm backend (AIPOOL_BACKEND=slurm; docs/slurm.md) ---------------------------------------------------------
+AIPOOL_SLURM_CONF = env_str("SLURM_CONF", "/etc/slurm/slurm.conf")
+# Job output files (default DATA_DIR/slurm): readable by the portal, writable by the jobs' owners, on a file system
+# the nodes share in a real cluster.
+AIPOOL_SLURM_LOG_DIR = env_str("AIPOOL_SLURM_LOG_DIR", "")
+# Slurm job names are <prefix>-<job id>-<run>: distinct per portal when several share one Slurm.
+AIPOOL_SLURM_JOB_PREFIX = env_str("AIPOOL_SLURM_JOB_PREFIX", "aipool")
+# Accounts aipool creates carry this Organization; only those are ever removed by the limits sync.
+AIPOOL_SLURM_ORGANIZATION = env_str("AIPOOL_SLURM_ORGANIZATION", "aipool")
+AIPOOL_SLURM_TIMEOUT = env_int("AIPOOL_SLURM_TIMEOUT", 30)
+AIPOOL_SLURM_SYNC_SECONDS = env_int("AIPOOL_SLURM_SYNC_SECONDS", 300)
+
 # Periodic tasks, all in one place.
 CELERY_BEAT_SCHEDULE = {
     "reconcile-and-schedule": {"task": "jobs.tasks.reconcile", "schedule": float(AIPOOL_RECONCILE_SECONDS)},
+    "slurm-limits-sync": {"task": "jobs.tasks.sync_backend_limits", "schedule": float(AIPOOL_SLURM_SYNC_SECONDS)},
+    "registry-scrub": {"task": "registry.tasks.scrub", "schedule": float(env_int("AIPOOL_SCRUB_SECONDS", 3600))},
+    "registry-publish-outputs": {"task": "registry.tasks.publish_pending_outputs", "schedule": 30.0},
 }

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from vocab.tres import ACCEL, CPU, MEM, NODE
 
 
-@dataclass
+@dataclass(slots=True)
 class NodeView:
     name: str
     switch: str
@@ -29,7 +31,7 @@ class NodeView:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class JobRequest:
     id: int
     partition: str
@@ -44,15 +46,35 @@ class JobRequest:
     topology_aware: bool = False
     max_switches: int | None = None
     priority: int = 0
+    eligible_at: float | None = None  # when it (re)entered the queue: age and switch waits count from here
+    # Computed once: the scheduler reads it for every limit check of every pass.
+    tres: dict[str, int] = field(init=False, repr=False, compare=False)
 
-    @property
-    def tres(self) -> dict[str, int]:
-        return {
+    def __post_init__(self) -> None:
+        if self.eligible_at is None:
+            self.eligible_at = self.submitted_at
+        self.tres = {
             CPU: self.nodes * self.cpus_per_node,
             MEM: self.nodes * self.memory_per_node,
             NODE: self.nodes,
             ACCEL: self.nodes * self.accelerators_per_node,
         }
+
+    @property
+    def order_key(self) -> tuple[float, float, int]:
+        """Queue order: priority, then first come first served."""
+        return (-self.priority, self.submitted_at, self.id)
+
+    def changed(self, **changes) -> JobRequest:
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(slots=True)
+class RunningJob:
+    job: JobRequest
+    allocation: dict[str, tuple[int, ...]]  # node → accelerator indices
+    ends_at: float  # start + time limit: the backend ends it by then at the latest
+    started_at: float | None = None
 
 
 @dataclass
@@ -74,12 +96,20 @@ class AssocUsage:
     tres_mins: dict[str, float] = field(default_factory=dict)  # consumed + committed by running jobs
 
     def add(self, job: JobRequest) -> None:
+        per_user = self.tres_by_user.setdefault(job.user, {})
         for name, value in job.tres.items():
             self.tres[name] = self.tres.get(name, 0) + value
-            per_user = self.tres_by_user.setdefault(job.user, {})
             per_user[name] = per_user.get(name, 0) + value
             self.tres_mins[name] = self.tres_mins.get(name, 0) + value * job.time_limit
         self.jobs += 1
+
+    def copy(self) -> AssocUsage:
+        return AssocUsage(
+            tres=dict(self.tres),
+            jobs=self.jobs,
+            tres_by_user={user: dict(values) for user, values in self.tres_by_user.items()},
+            tres_mins=dict(self.tres_mins),
+        )
 
 
 @dataclass(frozen=True)
@@ -89,14 +119,26 @@ class Start:
     switches: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class Block:
+class Block(NamedTuple):
+    """A job that does not start, and why. A tuple: a pass makes one for nearly every queued job."""
+
     job_id: int
     reason: str
     detail: str = ""
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """Where and when the highest-priority job blocked on resources will start: backfill may not delay it."""
+
+    job_id: int
+    start: float
+    nodes: tuple[str, ...]
+    switches: tuple[str, ...]
 
 
 @dataclass
 class Decisions:
     starts: list[Start] = field(default_factory=list)
     blocked: list[Block] = field(default_factory=list)
+    reservations: list[Reservation] = field(default_factory=list)

@@ -11,6 +11,7 @@ from django.db.models import ProtectedError
 
 from tenants.limits import FIELD_LABELS, TRES_FIELDS
 from tenants.models import AuditLog, Group, GroupMember, Membership, Role, Tenant
+from tenants.signals import limits_changed
 from vocab.tres import merge_tres
 
 User = get_user_model()
@@ -47,6 +48,7 @@ def tenant_create(*, actor, name: str, description: str = "") -> Tenant:
     tenant.full_clean()
     tenant.save()
     audit(actor=actor, action="tenant.create", target=tenant, tenant=tenant, changes={"name": [None, name]})
+    transaction.on_commit(lambda: limits_changed.send(sender=Tenant, action="tenant.create"))
     return tenant
 
 
@@ -56,6 +58,7 @@ def tenant_delete(*, actor, tenant: Tenant) -> None:
     if groups:
         raise ValidationError(f"tenant {tenant.name} still has groups ({', '.join(groups)}): delete them first")
     audit(actor=actor, action="tenant.delete", target=tenant, tenant=None, changes={"name": [tenant.name, None]})
+    transaction.on_commit(lambda: limits_changed.send(sender=Tenant, action="tenant.delete"))
     tenant.delete()
 
 
@@ -118,6 +121,7 @@ def group_create(
             "partitions": [None, sorted(p.name for p in partitions)],
         },
     )
+    transaction.on_commit(lambda: limits_changed.send(sender=Group, action="group.create"))
     return group
 
 
@@ -166,6 +170,7 @@ def group_delete(*, actor, group: Group) -> None:
     if children:
         raise ValidationError(f"group {group.name} has child groups ({', '.join(children)}): delete them first")
     audit(actor=actor, action="group.delete", target=group, tenant=group.tenant, changes={"name": [group.name, None]})
+    transaction.on_commit(lambda: limits_changed.send(sender=Group, action="group.delete"))
     try:
         group.delete()
     except ProtectedError as exc:
@@ -199,6 +204,7 @@ def limits_set(*, actor, target: Tenant | Group, changes: dict[str, object]) -> 
         tenant = target if isinstance(target, Tenant) else target.tenant
         kind = "tenant" if isinstance(target, Tenant) else "group"
         audit(actor=actor, action=f"{kind}.limits", target=target, tenant=tenant, changes=diff)
+        transaction.on_commit(lambda: limits_changed.send(sender=type(target), action=f"{kind}.limits"))
     return target
 
 
@@ -260,6 +266,7 @@ def membership_remove(*, actor, user, tenant: Tenant) -> None:
         tenant=tenant,
         changes={"role": [membership.role, None]},
     )
+    transaction.on_commit(lambda: limits_changed.send(sender=Membership, action="membership.remove"))
     membership.delete()
 
 
@@ -281,6 +288,7 @@ def group_member_add(*, actor, user, group: Group) -> GroupMember:
             tenant=group.tenant,
             changes={"user": [None, user.username]},
         )
+        transaction.on_commit(lambda: limits_changed.send(sender=GroupMember, action="group.member.add"))
     return member
 
 
@@ -296,6 +304,7 @@ def group_member_remove(*, actor, user, group: Group) -> None:
         tenant=group.tenant,
         changes={"user": [user.username, None]},
     )
+    transaction.on_commit(lambda: limits_changed.send(sender=GroupMember, action="group.member.remove"))
     member.delete()
 
 

@@ -8,6 +8,7 @@ from api.services import token_create
 from tenants.models import Group, Tenant
 from tenants.scoping import TenantScopedQuerySet
 from tests.jobs.helpers import submit, tick
+from tests.registry.helpers import populate as populate_registry
 
 pytestmark = pytest.mark.django_db
 
@@ -62,6 +63,7 @@ def test_no_model_shows_another_tenants_rows(world):
     tick()
     submit(world.mallory, world.rivals)
     token_create(user=world.alice, name="ci", scopes=["read"], expires_days=None)
+    populate_registry(world)
     assert job.events.exists()
     for model in tenant_owned_models():
         queryset = model._default_manager.all()

@@ -19,7 +19,8 @@ FINAL_STATES = frozenset(set(JobState) - ACTIVE_STATES)
 
 # The only transitions the state machine allows; anything else is a bug and raises.
 TRANSITIONS: dict[JobState, frozenset[JobState]] = {
-    JobState.PENDING: frozenset({JobState.RUNNING, JobState.CANCELLED, JobState.FAILED}),
+    # NODE_FAIL from PENDING: a backend that queues jobs itself (Slurm) lost one before it started.
+    JobState.PENDING: frozenset({JobState.RUNNING, JobState.CANCELLED, JobState.FAILED, JobState.NODE_FAIL}),
     JobState.RUNNING: frozenset(
         {
             JobState.COMPLETED,
@@ -55,6 +56,7 @@ class Reason(StrEnum):
     NODE_FAIL = "NodeFail"
     NON_ZERO_EXIT = "NonZeroExitCode"
     TIME_LIMIT = "TimeLimit"
+    BACKEND_UNAVAILABLE = "BackendUnavailable"  # aipool's own: the backend cannot be reached; state as last known
 
 
 def can_transition(current: str, target: str) -> bool:

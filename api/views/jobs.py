@@ -10,11 +10,13 @@ from drf_spectacular.utils import (
     OpenApiResponse,
     extend_schema,
     extend_schema_view,
+    inline_serializer,
 )
-from rest_framework import exceptions, mixins, status
+from rest_framework import exceptions, mixins, serializers, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from api import examples
 from api.errors import Conflict
 from api.permissions import require_change
 from api.serializers import (
@@ -30,9 +32,35 @@ from api.views.base import ApiViewSet
 from cluster.backends.registry import get_backend
 from jobs.filters import JobFilter
 from jobs.models import Job
-from jobs.selectors import job_explanation
+from jobs.selectors import job_explanation, priority_factors
 from jobs.services import job_cancel, job_submit
 from tenants.scoping import CHANGE, VIEW
+
+_FACTOR = inline_serializer(
+    "PriorityFactor",
+    {
+        "factor": serializers.FloatField(help_text="0..1"),
+        "weight": serializers.IntegerField(help_text="PriorityWeight* of this factor"),
+        "value": serializers.FloatField(help_text="factor x weight: the points it adds"),
+    },
+)
+PRIORITY = inline_serializer(
+    "JobPriority",
+    {
+        "job_id": serializers.IntegerField(),
+        "priority": serializers.IntegerField(help_text="the sum of the factors' values"),
+        "factors": serializers.DictField(child=_FACTOR, help_text="age, fairshare, job_size, partition"),
+        "fairshare": inline_serializer(
+            "FairShareUsage",
+            {
+                "association": serializers.CharField(),
+                "usage": serializers.FloatField(help_text="decayed usage, accelerator-seconds"),
+                "tenant_usage": serializers.FloatField(),
+                "half_life_seconds": serializers.FloatField(),
+            },
+        ),
+    },
+)
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 MAX_IDEMPOTENCY_KEY = 128
@@ -90,8 +118,17 @@ CREATE_EXAMPLES = [
 ]
 
 
+ORDERINGS = ("-id", "id")
+ORDERING_PARAMETER = OpenApiParameter(
+    "ordering",
+    OpenApiTypes.STR,
+    enum=list(ORDERINGS),
+    description="-id: newest first (the default); id: oldest first. Job ids follow submission order.",
+)
+
+
 @extend_schema_view(
-    list=extend_schema(summary="Jobs you may see (squeue / sacct), newest first"),
+    list=extend_schema(summary="Jobs you may see (squeue / sacct), newest first", parameters=[ORDERING_PARAMETER]),
     retrieve=extend_schema(summary="One job (scontrol show job)", responses=JobDetailSerializer),
 )
 @extend_schema(tags=["jobs"])
@@ -111,6 +148,14 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ApiViewSet):
 
     def get_serializer_class(self):
         return JobDetailSerializer if self.action == "retrieve" else JobSerializer
+
+    def list(self, request, *args, **kwargs):
+        ordering = request.query_params.get("ordering") or "-id"
+        if ordering not in ORDERINGS:
+            raise exceptions.ValidationError({"ordering": [f"use one of {', '.join(ORDERINGS)}"]})
+        # Read by the cursor paginator: only unique, indexed orderings keep cursors exact and pages fast.
+        self.cursor_ordering = ordering
+        return super().list(request, *args, **kwargs)
 
     def get_serializer_context(self):
         context = super().get_serializer_context()
@@ -138,7 +183,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ApiViewSet):
             ),
             409: OpenApiResponse(ErrorSerializer, description="idempotency_conflict: key used with a different body"),
         },
-        examples=CREATE_EXAMPLES,
+        examples=[*CREATE_EXAMPLES, *examples.JOB_SUBMITTED],
     )
     def create(self, request, *args, **kwargs):
         key = request.headers.get(IDEMPOTENCY_HEADER) or None
@@ -149,7 +194,12 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ApiViewSet):
         serializer = JobCreateSerializer(data=request.data, context=self.get_serializer_context())
         serializer.is_valid(raise_exception=True)
         job, created = job_submit(user=request.user, idempotency_key=key, **serializer.validated_data)
-        return Response(self._detail(job), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+        if not created:
+            return Response(self._detail(job), status=status.HTTP_200_OK)
+        # The new job holds every related row the service loaded, and its environment is the one this request
+        # sent: answering from memory saves reading it back through the scoping subqueries on the hot path.
+        context = {**super().get_serializer_context(), "may_change": True}
+        return Response(JobDetailSerializer(job, context=context).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(
         summary="Cancel a job (scancel): its owner or a tenant admin",
@@ -200,3 +250,12 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ApiViewSet):
     @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
     def explain(self, request, pk=None):
         return Response(ExplainSerializer(job_explanation(self.get_object())).data)
+
+    @extend_schema(
+        summary="The job's multifactor priority, factor by factor (sprio -l -j ID)",
+        responses=PRIORITY,
+        examples=examples.PRIORITY,
+    )
+    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
+    def priority(self, request, pk=None):
+        return Response(priority_factors(self.get_object()))

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Prefetch
-from drf_spectacular.utils import extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, status
 from rest_framework.response import Response
 
 from api import services
+from api.errors import Conflict
 from api.filters import GroupFilter, MembershipFilter
 from api.permissions import require_change
 from api.serializers import (
+    ErrorSerializer,
     GroupCreateSerializer,
     GroupSerializer,
     GroupWriteSerializer,
@@ -83,7 +86,13 @@ class TenantViewSet(
     partial_update=extend_schema(
         summary="Change a group and its limits (tenant admin)", request=GroupWriteSerializer, responses=GroupSerializer
     ),
-    destroy=extend_schema(summary="Delete a group without jobs or children (tenant admin)"),
+    destroy=extend_schema(
+        summary="Delete a group without jobs or children (tenant admin)",
+        responses={
+            204: None,
+            409: OpenApiResponse(ErrorSerializer, description="conflict: the group has jobs or child groups"),
+        },
+    ),
 )
 @extend_schema(tags=["groups"])
 class GroupViewSet(
@@ -135,7 +144,11 @@ class GroupViewSet(
     def destroy(self, request, *args, **kwargs):
         group = self.get_object()
         require_change(request, group, f"only admins of tenant {group.tenant.name} may change group {group.name}")
-        tenant_services.group_delete(actor=request.user, group=group)
+        try:
+            tenant_services.group_delete(actor=request.user, group=group)
+        except DjangoValidationError as exc:
+            # Nothing in the request is wrong: the group's jobs or children are in the way.
+            raise Conflict(exc.messages[0]) from exc
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @staticmethod

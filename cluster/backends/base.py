@@ -28,6 +28,14 @@ class LaunchSpec:
     account: str = ""
     cpus_per_node: int = 1
     memory_per_node_mb: int = 0
+    # The request's shape, for backends that place jobs themselves (`nodes` is empty then: nothing is allocated yet).
+    node_count: int = 0
+    accelerators_per_node: int = 0
+    topology_aware: bool = False
+    max_switches: int | None = None
+    # The operating-system account the job runs as, for backends that run jobs as their owners (Slurm).
+    posix_user: str = ""
+    posix_uid: int | None = None
 
 
 @dataclass(frozen=True)
@@ -40,6 +48,8 @@ class BackendStatus:
     started_at: float | None = None  # unix time
     ended_at: float | None = None
     reason: str = ""
+    nodelist: tuple[str, ...] = ()  # where it runs or ran, when the backend placed it
+    estimated_start: float | None = None  # the backend's own start estimate for a pending job (unix time)
 
 
 @dataclass(frozen=True)
@@ -51,6 +61,10 @@ class LogChunk:
 
 class BackendUnavailable(RuntimeError):
     """The backend cannot be reached now; callers retry with backoff."""
+
+
+class JobRejected(ValueError):
+    """The backend refuses this job for good (unknown account, a shape no node has); the message says why."""
 
 
 class ClusterBackend(ABC):
@@ -78,5 +92,7 @@ class ClusterBackend(ABC):
         """The pool description (same shape as cluster/pools/*.yaml) as the backend sees it."""
         return {}
 
-    def sync_limits(self, associations: list[dict]) -> None:  # noqa: B027 - optional hook
-        """Push tenant/group limits into the backend when it enforces them itself (Slurm). Local: nothing to do."""
+    def sync_limits(self, associations: list, *, dry_run: bool = False) -> list:
+        """Bring the backend's own limits in line with `associations` (Slurm: cluster.backends.slurm_limits
+        .Association); returns the differences found (applied unless `dry_run`). Local: nothing to do."""
+        return []

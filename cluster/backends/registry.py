@@ -8,6 +8,7 @@ from cluster.backends.base import ClusterBackend
 
 BACKENDS = {
     "local": "cluster.backends.local:LocalBackend",
+    "slurm": "cluster.backends.slurm:SlurmBackend",
 }
 
 

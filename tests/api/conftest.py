@@ -6,8 +6,10 @@ from api.services import token_create
 
 
 @pytest.fixture(autouse=True)
-def _fresh_throttle_counters():
-    """Throttle counters live in the cache, which outlives a test's database rollback."""
+def _fresh_throttle_counters(monkeypatch):
+    """Throttle counters live in the cache, which outlives a test's database rollback: keep them in this process's
+    cache (not the shared Redis one) and start each test from zero."""
+    monkeypatch.setenv("AIPOOL_THROTTLE_CACHE", "local")
     cache.clear()
     yield
     cache.clear()

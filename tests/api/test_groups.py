@@ -142,10 +142,14 @@ def test_creating_a_group_with_a_taken_name_is_400(world, api):
     assert response.status_code == 400 and "already exists" in response.json()["errors"]["name"][0]
 
 
-def test_deleting_a_group_with_jobs_is_refused(world, api):
+def test_deleting_a_group_with_jobs_is_a_conflict(world, api):
     submit(world.alice, world.ai_team)
     response = api(world.ada).delete(f"{GROUPS}{world.ai_team.pk}/")
-    assert response.status_code == 400 and "has jobs" in response.json()["detail"]
+    assert (
+        response.status_code == 409
+        and response.json()["code"] == "conflict"
+        and "has jobs" in response.json()["detail"]
+    )
 
 
 # --- tenants -------------------------------------------------------------------------------------------------------

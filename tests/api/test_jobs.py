@@ -1,5 +1,7 @@
 """Jobs over the API: submit (idempotent), validation messages, list with filters, show, cancel, logs, explain."""
 
+import base64
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -127,6 +129,28 @@ def test_list_is_cursor_paginated_newest_first(world, api):
     assert seen == sorted(ids, reverse=True)
 
 
+def test_list_oldest_first_with_ordering_id(world, api):
+    ids = [submit(world.alice, world.ai_team).pk for _ in range(5)]
+    client = api(world.alice)
+    seen, url = [], f"{JOBS}?page_size=2&ordering=id"
+    while url:
+        page = client.get(url).json()
+        seen += [j["id"] for j in page["results"]]
+        url = page["next"]
+    assert seen == sorted(ids)
+
+
+def test_unknown_ordering_is_400(world, api):
+    response = api(world.alice).get(f"{JOBS}?ordering=state")
+    assert response.status_code == 400 and "ordering" in response.json()["errors"]
+
+
+@pytest.mark.parametrize("cursor", ["not-a-cursor", base64.b64encode(b"p=abc").decode()])
+def test_a_mangled_cursor_is_400(world, api, cursor):
+    response = api(world.alice).get(JOBS, {"cursor": cursor})
+    assert response.status_code == 400 and "cursor" in response.json()["errors"]
+
+
 def test_list_filters(world, api):
     running = submit(world.alice, world.ai_team)
     Job.objects.filter(pk=running.pk).update(state="RUNNING")
@@ -252,3 +276,15 @@ def test_explain_a_pending_job(world, api):
     (cause,) = explained["causes"]
     assert set(cause) == {"code", "message", "limit", "in_use", "requested"}
     assert cause["code"] == "AssocGrpGRES" and "GrpTRES" in cause["message"]
+
+
+# A submit is the API's hot path (bench/api.py): every query is a round trip under the tenant's row lock.
+SUBMIT_QUERIES = 16
+
+
+def test_submit_query_count_is_bounded(world, api):
+    client = api(world.alice)
+    client.get("/api/v1/me/")  # the first request stamps the token's last use
+    with CaptureQueriesContext(connection) as queries:
+        assert post(client, body(), key="bounded").status_code == 201
+    assert len(queries) <= SUBMIT_QUERIES, "\n".join(q["sql"][:120] for q in queries.captured_queries)

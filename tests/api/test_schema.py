@@ -28,3 +28,73 @@ def test_docs_page_loads_swagger_ui_from_this_server(client):
     page = response.content.decode()
     assert "swagger-ui" in page and "drf_spectacular_sidecar" in page
     assert "cdn." not in page and "jsdelivr" not in page and "unpkg" not in page
+
+
+# --- examples --------------------------------------------------------------------------------------------------
+
+# The v1 resources of api-contract.md; the repository's endpoints (models/, datasets/, versions/, …) document theirs.
+CONTRACT_RESOURCES = ("me/", "tenants/", "groups/", "memberships/", "partitions/", "nodes/", "jobs/", "tokens/")
+
+
+def _openapi() -> dict:
+    from drf_spectacular.generators import SchemaGenerator
+
+    return SchemaGenerator().get_schema(request=None, public=True)
+
+
+def _contract_operations(schema: dict):
+    for path, operations in schema["paths"].items():
+        if not path.removeprefix("/api/v1/").startswith(CONTRACT_RESOURCES):
+            continue
+        for method, operation in operations.items():
+            if method != "parameters":
+                yield f"{method.upper()} {path}", operation
+
+
+def _examples(content: dict) -> dict:
+    return content.get("application/json", {}).get("examples", {})
+
+
+def test_every_contract_operation_has_request_and_response_examples():
+    missing = []
+    for label, operation in _contract_operations(_openapi()):
+        body = operation.get("requestBody")
+        if body and not _examples(body["content"]):
+            missing.append(f"{label} request")
+        for code, response in operation["responses"].items():
+            if code.startswith("2") and "content" in response and not _examples(response["content"]):
+                missing.append(f"{label} {code}")
+    assert not missing
+
+
+def _json_schema(node):
+    """OpenAPI 3.0's `nullable` as JSON Schema's null type, so jsonschema can check the examples."""
+    if isinstance(node, list):
+        return [_json_schema(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    node = {key: _json_schema(value) for key, value in node.items()}
+    if node.pop("nullable", False):
+        if "type" in node:
+            node["type"] = [node["type"], "null"]
+        else:
+            node = {"anyOf": [node, {"type": "null"}]}
+    return node
+
+
+def test_every_example_matches_its_schema():
+    import jsonschema
+
+    schema = _json_schema(_openapi())
+    components = {"components": schema["components"]}
+    wrong = []
+    for label, operation in _contract_operations(schema):
+        bodies = [("request", operation.get("requestBody", {}))]
+        bodies += [(code, response) for code, response in operation["responses"].items()]
+        for where, body in bodies:
+            media = body.get("content", {}).get("application/json", {})
+            for name, example in media.get("examples", {}).items():
+                validator = jsonschema.Draft202012Validator({**media["schema"], **components})
+                for error in validator.iter_errors(example["value"]):
+                    wrong.append(f"{label} {where} '{name}': {error.message} at {list(error.absolute_path)}")
+    assert not wrong

@@ -15,6 +15,7 @@ from jobs.models import Job
 from tenants.models import Group, Membership, Tenant
 from tests.api.routes import api_v1_routes
 from tests.jobs.helpers import submit
+from tests.registry import helpers as registry
 
 pytestmark = pytest.mark.django_db
 
@@ -38,6 +39,7 @@ def acme_objects(world) -> dict[str, int]:
         "membership": Membership.objects.get(user=world.alice, tenant=world.acme).pk,
         "token": token.pk,
         "tenant": world.acme.pk,
+        **registry.acme_objects(world),
     }
 
 
@@ -48,6 +50,7 @@ def snapshot(world) -> tuple:
         list(Membership.objects.values_list("pk", "role")),
         list(ApiToken.objects.values_list("pk", "revoked_at")),
         list(Tenant.objects.values_list("pk", "grp_tres")),
+        registry.snapshot(),
     )
 
 

@@ -24,8 +24,9 @@ def free_port() -> int:
 
 
 class Stack:
-    def __init__(self, data_dir: Path):
+    def __init__(self, data_dir: Path, *, web_workers: int = 2, db_prefix: str = "aipool_e2e"):
         self.data_dir = data_dir
+        self.web_workers = web_workers
         self.port = free_port()
         self.env = {
             **os.environ,
@@ -36,7 +37,7 @@ class Stack:
         }
         self.database = None
         if os.environ.get("DATABASE_URL"):
-            self.database = f"aipool_e2e_{uuid.uuid4().hex[:8]}"
+            self.database = f"{db_prefix}_{uuid.uuid4().hex[:8]}"
             self._admin_sql(f'CREATE DATABASE "{self.database}"')
             base = os.environ["DATABASE_URL"].rsplit("/", 1)[0]
             self.env["DATABASE_URL"] = f"{base}/{self.database}"
@@ -100,7 +101,7 @@ class Stack:
                 "--bind",
                 f"127.0.0.1:{self.port}",
                 "--workers",
-                "2",
+                str(self.web_workers),
             ],
             cwd=ROOT,
             env=self.env,

@@ -1,81 +1,104 @@
-"""The pure core: no database, thousands of jobs in milliseconds."""
+"""The pure core: queue order, reasons as Slurm uses them, EASY backfill. No database."""
 
 import random
 
-from scheduler.core import schedule
-from scheduler.model import AssocLimits, AssocUsage, JobRequest, NodeView
-from scheduler.placement import min_switches_needed
+from scheduler.core import Planner, schedule
+from scheduler.model import AssocLimits, AssocUsage
+from scheduler.policy import Policy
+from tests.scheduler.helpers import job, occupy, pool, usage_of
 
 
-def pool(switches=2, per_switch=2, accelerators=8):
-    return [
-        NodeView(
-            name=f"n{s}{i}",
-            switch=f"leaf{s}",
-            partitions=frozenset({"main"}),
-            accelerators=accelerators,
-            cpus=64,
-            memory_mb=512 * 1024,
-            free_accelerators=list(range(accelerators)),
-            free_cpus=64,
-            free_memory_mb=512 * 1024,
-        )
-        for s in range(switches)
-        for i in range(per_switch)
-    ]
+def test_jobs_start_in_priority_order_not_submit_order():
+    queue = [job(1, nodes=2, priority=10), job(2, nodes=2, priority=50), job(3, nodes=2, priority=30)]
+    decisions = schedule(pool(), queue, {}, {}, 0)
+    assert [s.job_id for s in decisions.starts] == [2, 3]
+    assert [(b.job_id, b.reason) for b in decisions.blocked] == [(1, "Resources")]
 
 
-def job(job_id, nodes=1, apn=8, assoc=("tenant:a", "group:g"), user="u", **kw):
-    return JobRequest(
-        id=job_id,
-        partition="main",
-        nodes=nodes,
-        accelerators_per_node=apn,
-        cpus_per_node=8,
-        memory_per_node=1024,
-        time_limit=60,
-        associations=assoc,
-        user=user,
-        submitted_at=job_id,
-        **kw,
-    )
+def test_equal_priority_is_first_come_first_served():
+    queue = [job(3, nodes=4, submitted_at=30), job(1, nodes=4, submitted_at=10), job(2, nodes=4, submitted_at=20)]
+    decisions = schedule(pool(), queue, {}, {}, 0)
+    assert [s.job_id for s in decisions.starts] == [1]
+    assert [b.job_id for b in decisions.blocked] == [2, 3]
 
 
-def test_jobs_start_in_submit_order_until_resources_run_out():
-    decisions = schedule(pool(), [job(1, nodes=3), job(2, nodes=2), job(3)], {}, {}, 0)
+def test_first_blocked_job_waits_for_resources_and_the_rest_for_priority():
+    decisions = schedule(pool(), [job(1, nodes=3), job(2, nodes=2), job(3, time_limit=120)], {}, {}, 0)
     assert [s.job_id for s in decisions.starts] == [1]
     assert [(b.job_id, b.reason) for b in decisions.blocked] == [(2, "Resources"), (3, "Priority")]
 
 
-def test_gang_allocation_is_all_nodes_or_none():
+def test_top_blocked_job_gets_a_reservation_from_running_time_limits():
     nodes = pool()
-    nodes[0].free_accelerators = [0]
-    decisions = schedule(nodes, [job(1, nodes=4)], {}, {}, 0)
-    assert not decisions.starts
+    running = [occupy(nodes, job(90, nodes=2), {"n00", "n01"}, ends_at=600)]
+    decisions = schedule(nodes, [job(1, nodes=4)], {}, usage_of(running), 0, running=running)
+    (reservation,) = decisions.reservations
+    assert reservation.job_id == 1 and reservation.start == 600
+    assert set(reservation.nodes) == {"n00", "n01", "n10", "n11"}
 
 
-def test_two_node_job_stays_on_one_leaf_switch():
-    decisions = schedule(pool(switches=2, per_switch=2), [job(1, apn=4), job(2, nodes=2, apn=8)], {}, {}, 0)
-    placed = {s.job_id: s for s in decisions.starts}
-    assert len(placed[2].switches) == 1
-    assert placed[1].switches != placed[2].switches
+def test_backfill_starts_a_short_job_that_ends_before_the_reservation():
+    nodes = pool()
+    running = [occupy(nodes, job(90, nodes=2), {"n00", "n01"}, ends_at=600)]
+    queue = [job(1, nodes=4), job(2, time_limit=10), job(3, time_limit=11)]  # 10 min = 600 s
+    decisions = schedule(nodes, queue, {}, usage_of(running), 0, running=running)
+    assert [s.job_id for s in decisions.starts] == [2]
+    assert (3, "Priority") in [(b.job_id, b.reason) for b in decisions.blocked]
 
 
-def test_topology_aware_job_waits_rather_than_spread():
+def test_backfill_starts_a_long_job_beside_the_reservation():
     nodes = pool(switches=2, per_switch=2)
-    nodes[0].free_accelerators = []  # leaf0 has one free node, leaf1 two
-    decisions = schedule(nodes, [job(1, nodes=3, topology_aware=True)], {}, {}, 0)
-    assert decisions.blocked[0].reason == "Resources"
-    assert min_switches_needed(job(1, nodes=3), nodes) == 2
+    running = [occupy(nodes, job(90), {"n00"}, ends_at=600)]
+    queue = [job(1, nodes=2, topology_aware=True, eligible_at=0), job(2, time_limit=600)]
+    decisions = schedule(nodes, queue, {}, usage_of(running), 0, running=running, policy=Policy(switch_wait=3600))
+    # Job 1 needs one switch: leaf1 is free now, so it starts there; nothing is reserved.
+    assert [s.job_id for s in decisions.starts] == [1, 2]
+    assert decisions.starts[0].switches == ("leaf1",)
 
 
-def test_group_grptres_blocks_with_assoc_grp_gres_and_does_not_block_others():
+def test_long_job_never_takes_a_reserved_node():
+    nodes = pool(switches=1, per_switch=4)
+    running = [occupy(nodes, job(90), {"n00"}, ends_at=600), occupy(nodes, job(91, apn=4), {"n01"}, ends_at=600)]
+    # Job 1 is reserved n02, n03 and n00; job 3 would fit only on a reserved node, job 2 also fits on n01.
+    queue = [job(1, nodes=3), job(2, apn=4, time_limit=600), job(3, time_limit=600)]
+    decisions = schedule(nodes, queue, {}, usage_of(running), 0, running=running)
+    (reservation,) = decisions.reservations
+    assert set(reservation.nodes) == {"n00", "n02", "n03"}
+    assert [(s.job_id, list(s.allocation)) for s in decisions.starts] == [(2, ["n01"])]
+
+
+def test_a_limit_blocked_job_holds_back_nobody():
     limits = {"group:g": AssocLimits(name="group g", grp_tres={"gres/accelerator": 8})}
-    queue = [job(1), job(2), job(3, assoc=("tenant:b", "group:h"))]
+    queue = [job(1), job(2, nodes=2), job(3, assoc=("tenant:b", "group:h"))]
     decisions = schedule(pool(), queue, limits, {}, 0)
     assert [s.job_id for s in decisions.starts] == [1, 3]
-    assert decisions.blocked[0].reason == "AssocGrpGRES"
-    assert "group g has 8 of 8 accelerators in use (GrpTRES); this job needs 8" == decisions.blocked[0].detail
+    assert decisions.blocked == [decisions.blocked[0]] and decisions.blocked[0].reason == "AssocGrpGRES"
+    assert not decisions.reservations
+
+
+def _headroom_case(cap):
+    nodes = pool(switches=1, per_switch=4)
+    other = ("tenant:b", "group:h")
+    running = [
+        occupy(nodes, job(90, assoc=other), {"n00"}, ends_at=600),
+        occupy(nodes, job(91, apn=4, assoc=other), {"n01"}, ends_at=600),
+    ]
+    limits = {"group:g": AssocLimits(name="group g", grp_tres={"gres/accelerator": cap})}
+    # Job 1 (24 accelerators of group g) waits for nodes; job 2 (4 more, long) fits on n01 beside the reservation.
+    queue = [job(1, nodes=3, apn=8), job(2, apn=4, time_limit=600)]
+    return schedule(nodes, queue, limits, usage_of(running), 0, running=running)
+
+
+def test_backfill_leaves_the_reserved_job_its_limit_headroom():
+    decisions = _headroom_case(cap=27)
+    assert not decisions.starts
+    assert [(b.job_id, b.reason) for b in decisions.blocked] == [(1, "Resources"), (2, "Priority")]
+
+
+def test_backfill_beside_a_reservation_when_the_limit_has_room_for_both():
+    decisions = _headroom_case(cap=28)
+    assert [s.job_id for s in decisions.starts] == [2]
+    assert list(decisions.starts[0].allocation) == ["n01"]
 
 
 def test_tenant_limit_binds_every_group_below_it():
@@ -86,18 +109,13 @@ def test_tenant_limit_binds_every_group_below_it():
     assert decisions.blocked[0].reason == "AssocGrpJobsLimit"
 
 
-def test_max_tres_per_user():
-    limits = {"group:g": AssocLimits(name="group g", max_tres_per_user={"gres/accelerator": 8})}
-    decisions = schedule(pool(), [job(1, user="x"), job(2, user="x"), job(3, user="y")], limits, {}, 0)
-    assert [s.job_id for s in decisions.starts] == [1, 3]
-    assert decisions.blocked[0].reason == "QOSMaxGRESPerUser"
-
-
-def test_grp_tres_mins_budget():
-    limits = {"group:g": AssocLimits(name="group g", grp_tres_mins={"gres/accelerator": 1000})}
-    usage = {"group:g": AssocUsage(tres_mins={"gres/accelerator": 600})}
-    decisions = schedule(pool(), [job(1)], limits, usage, 0)  # 8 accelerators x 60 min = 480 > 400 left
-    assert decisions.blocked[0].reason == "AssocGrpGRESMinutes"
+def test_job_that_no_set_of_nodes_in_service_can_hold_waits_for_nodes_and_reserves_nothing():
+    nodes = pool()
+    for node in nodes[:2]:
+        node.up = False
+    decisions = schedule(nodes, [job(1, nodes=3), job(2, nodes=2)], {}, {}, 0)
+    assert [(b.job_id, b.reason) for b in decisions.blocked] == [(1, "ReqNodeNotAvail")]
+    assert [s.job_id for s in decisions.starts] == [2]
 
 
 def test_random_workloads_never_exceed_a_limit_or_a_node():
@@ -124,4 +142,17 @@ def test_same_input_gives_same_decisions():
     queue = [job(i, nodes=1 + i % 2, apn=1 + i % 8) for i in range(200)]
     first = schedule(pool(4, 4), queue, {}, {}, 0)
     second = schedule(pool(4, 4), list(reversed(queue)), {}, {}, 0)
-    assert first.starts == second.starts
+    assert first.starts == second.starts and first.blocked == second.blocked
+
+
+def test_a_pass_does_not_change_the_usage_it_is_given():
+    usage = {"group:g": AssocUsage()}
+    schedule(pool(), [job(1)], {}, usage, 0)
+    assert usage["group:g"].jobs == 0
+
+
+def test_plan_ahead_gives_every_waiting_job_a_start_in_priority_order():
+    nodes = pool(switches=1, per_switch=2)
+    planner = Planner(nodes, {}, {}, 0, plan_ahead=True)
+    planner.run([job(1, nodes=2, time_limit=10), job(2, nodes=2, time_limit=10), job(3, nodes=1, time_limit=5)])
+    assert planner.planned == {1: 0, 2: 600, 3: 1200}
