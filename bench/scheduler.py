@@ -312,15 +312,18 @@ def bench_db(quick: bool) -> None:
         run_pass()
         took = clock() - t0
     print(f"  steady pass: {took * 1000:.0f} ms, {len(queries)} queries")
-    ids = list(Job.objects.pending().order_by("id").values_list("id", flat=True))
-    for label, job_id in (("early", ids[0]), ("late", ids[-1])):
+    from jobs.scheduling import load_queue, load_state
+
+    ordered = sorted(load_queue(load_state())[0], key=lambda j: j.order_key)
+    picks = (("first in the queue", 0), ("middle", len(ordered) // 2), ("last", len(ordered) - 1))
+    for label, job_id in ((label, ordered[at].id) for label, at in picks):
         job = Job.objects.select_related("partition", "group").get(pk=job_id)
         with CaptureQueriesContext(connection) as queries:
             t0 = clock()
             answer = job_explanation(job)
             took = clock() - t0
         print(
-            f"  explain ({label} job): {took * 1000:.0f} ms, {len(queries)} queries; "
+            f"  explain ({label}): {took * 1000:.0f} ms, {len(queries)} queries; "
             f"{len(answer['causes'])} cause(s), {len(answer['suggestions'])} suggestion(s)"
         )
 

@@ -159,7 +159,7 @@ def dispatch(*, job_id: int, run: int, backend: ClusterBackend | None = None) ->
     backend = backend or get_backend()
     with transaction.atomic():
         job = (
-            Job.objects.select_for_update()
+            Job.objects.select_for_update(of=("self",))  # the runtime join is nullable: lock the job row only
             .select_related("user", "group", "partition", "runtime")
             .filter(pk=job_id)
             .first()

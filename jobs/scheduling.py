@@ -21,7 +21,7 @@ from cluster.models import Node, NodeState, Partition
 from jobs.models import FairShareUsage, Job, SchedulerLock
 from jobs.services import transition
 from portal.env import env_int, env_str
-from scheduler.core import schedule
+from scheduler.core import paused_gc, schedule
 from scheduler.model import AssocLimits, AssocUsage, Decisions, JobRequest, NodeView, RunningJob
 from scheduler.policy import Policy, Weights
 from scheduler.priority import Association, Prioritizer, PriorityContext, UsageInterval, decay_usage, fairshare_factors
@@ -377,11 +377,12 @@ def load_queue(state: PoolState) -> tuple[list[JobRequest], dict[int, str]]:
     queue, reasons = [], {}
     prioritizer = Prioritizer(state.priority, state.ts, state.policy)
     # In submission order: the core's queue sort then only has to order by priority.
-    for row in job_rows(Job.objects.pending().order_by("submitted_at", "id"), "reason"):
-        request = request_from_row(row, state.chains)
-        request.priority = prioritizer.priority(request)
-        queue.append(request)
-        reasons[request.id] = row[14]
+    with paused_gc():
+        for row in job_rows(Job.objects.pending().order_by("submitted_at", "id"), "reason"):
+            request = request_from_row(row, state.chains)
+            request.priority = prioritizer.priority(request)
+            queue.append(request)
+            reasons[request.id] = row[14]
     return queue, reasons
 
 

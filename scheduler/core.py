@@ -16,7 +16,8 @@ estimated start; the pass itself never pays for that.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import NamedTuple
@@ -39,6 +40,19 @@ from scheduler.timeline import LimitSlots, NodeSlots
 from vocab.states import Reason
 
 START, RESERVE, WAIT = "start", "reserve", "wait"
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """A pass allocates hundreds of thousands of small acyclic objects; the cycle collector would walk them (and
+    everything else the process holds) again and again for nothing: a third of a pass at 100,000 jobs."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 DEFAULT_POLICY = Policy()
 
 
@@ -110,16 +124,9 @@ class Planner:
     # --- deciding -------------------------------------------------------------------------------------------------
 
     def run(self, queue: Iterable[JobRequest]) -> Decisions:
-        # A pass allocates hundreds of thousands of small acyclic objects; the cycle collector would walk them all
-        # again and again for nothing (a third of the time at 100,000 jobs).
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
+        with paused_gc():
             for job in queue_order(queue):
                 self.step(job)
-        finally:
-            if collecting:
-                gc.enable()
         return self.decisions
 
     def step(self, job: JobRequest) -> Outcome:

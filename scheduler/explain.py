@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from scheduler.admission import TRES_MINS_REASON, Cause, violations
-from scheduler.core import DEFAULT_POLICY, START, Outcome, Planner, format_duration, queue_order
+from scheduler.core import DEFAULT_POLICY, START, Outcome, Planner, format_duration, paused_gc, queue_order
 from scheduler.model import AssocLimits, AssocUsage, JobRequest, NodeView, RunningJob
 from scheduler.policy import Policy
 from scheduler.priority import Prioritizer, PriorityContext
@@ -84,17 +84,18 @@ def explain(
     planner = Planner(nodes, limits, usage, now, running=running, policy=policy, plan_ahead=True)
     result = Explanation(job_id, Reason.NONE, None)
     pending = list(probes)
-    for job in ordered:
-        if not pending:
-            break
-        if job.id == job_id:
-            continue
-        key = (-job.priority, job.submitted_at, job.id)
-        while pending and pending[0].key < key:
-            _evaluate(planner, pending.pop(0), target, result, probes)
-        planner.step(job)
-    for probe in pending:
-        _evaluate(planner, probe, target, result, probes)
+    with paused_gc():
+        for job in ordered:
+            if not pending:
+                break
+            if job.id == job_id:
+                continue
+            key = (-job.priority, job.submitted_at, job.id)
+            while pending and pending[0].key < key:
+                _evaluate(planner, pending.pop(0), target, result, probes)
+            planner.step(job)
+        for probe in pending:
+            _evaluate(planner, probe, target, result, probes)
     result.suggestions = _choose(head, probes, now)
     return result
 

@@ -47,18 +47,24 @@ class JobRequest:
     max_switches: int | None = None
     priority: int = 0
     eligible_at: float | None = None  # when it (re)entered the queue: age and switch waits count from here
-    # Computed once: the scheduler reads it for every limit check of every pass.
-    tres: dict[str, int] = field(init=False, repr=False, compare=False)
+    _tres: dict[str, int] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.eligible_at is None:
             self.eligible_at = self.submitted_at
-        self.tres = {
-            CPU: self.nodes * self.cpus_per_node,
-            MEM: self.nodes * self.memory_per_node,
-            NODE: self.nodes,
-            ACCEL: self.nodes * self.accelerators_per_node,
-        }
+
+    @property
+    def tres(self) -> dict[str, int]:
+        """Built on first use, then kept: limit checks read it again and again, most queued jobs never need it."""
+        tres = self._tres
+        if tres is None:
+            tres = self._tres = {
+                CPU: self.nodes * self.cpus_per_node,
+                MEM: self.nodes * self.memory_per_node,
+                NODE: self.nodes,
+                ACCEL: self.nodes * self.accelerators_per_node,
+            }
+        return tres
 
     @property
     def order_key(self) -> tuple[float, float, int]:

@@ -183,7 +183,7 @@ class Prioritizer:
         )
         waited = self.now - job.eligible_at
         age = min(weights.age, waited * self._age_rate) if waited > 0 else 0.0
-        size = min(weights.job_size, max(job.nodes * per_node, job.tres[ACCEL] * per_accelerator))
+        size = min(weights.job_size, max(job.nodes * per_node, job.nodes * job.accelerators_per_node * per_accelerator))
         share = self.ctx.fairshare.get(job.associations[-1], 1.0) if job.associations else 1.0
         return round(age + share * weights.fairshare + size + tier)
 

@@ -14,12 +14,16 @@ the settings object is handed in.
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import math
 import os
 import pwd
 import re
 import shlex
+import tempfile
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -359,17 +363,30 @@ class SlurmBackend(ClusterBackend):
         )
 
     def sync_limits(self, associations: list, *, dry_run: bool = False) -> list[Change]:
-        changes = self.drift(associations)
         if dry_run:
-            return changes
-        applied = []
-        for change in changes:
+            return self.drift(associations)
+        # One sync at a time: concurrent sacctmgr changes to one tree deadlock in slurmdbd 22.05 and can leave its
+        # nested-set columns inconsistent (seen here: slurmdbd then crashes on every `show assoc`).
+        with self._sync_lock():
+            applied = []
+            for change in self.drift(associations):
+                try:
+                    self.cli.run(list(change.argv), controller=False)
+                    applied.append(change)
+                except SlurmError as exc:
+                    applied.append(replace(change, error=str(exc)))
+            return applied
+
+    @contextmanager
+    def _sync_lock(self):
+        """Every process of this host that changes this Slurm's associations takes the same lock."""
+        digest = hashlib.sha256(os.path.abspath(self.cli.conf_path).encode()).hexdigest()[:16]
+        with open(Path(tempfile.gettempdir()) / f"aipool-slurm-sync-{digest}.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
             try:
-                self.cli.run(list(change.argv), controller=False)
-                applied.append(change)
-            except SlurmError as exc:
-                applied.append(replace(change, error=str(exc)))
-        return applied
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 # --- batch script -----------------------------------------------------------------------------------------------

@@ -78,3 +78,12 @@ def test_a_nul_character_in_a_name_reference_reads_as_unknown(world, api):
 def test_a_nul_character_in_a_filter_is_400(world, api):
     response = api(world.alice).get("/api/v1/jobs/?group=ai%00team")
     assert response.status_code == 400 and response.json()["code"] == "validation_error"
+
+
+def test_a_nul_character_that_reaches_postgresql_is_400_not_500():
+    from django.db import DataError
+
+    from api.errors import exception_handler
+
+    response = exception_handler(DataError("PostgreSQL text fields cannot contain NUL (0x00) bytes"), {})
+    assert response.status_code == 400 and response.data["code"] == "validation_error"

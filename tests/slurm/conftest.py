@@ -7,6 +7,7 @@ group names, and leaves nothing behind: its jobs are cancelled and its accounts 
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import tempfile
@@ -70,8 +71,21 @@ def slurm_conf() -> str:
 
 
 @pytest.fixture
-def slurm_settings(settings, slurm_conf):
+def slurm_cluster(slurm_conf):
+    """The cluster to this test alone: test sessions running side by side (several checkouts, several engineers)
+    take turns test by test, so none sees another's jobs in its pool or its timing."""
+    with open(_shared_tmp() / "tests.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield slurm_conf
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@pytest.fixture
+def slurm_settings(settings, slurm_cluster):
     """AIPOOL_BACKEND=slurm with names of this test's own, and its traces removed from Slurm afterwards."""
+    slurm_conf = slurm_cluster
     tag = uuid.uuid4().hex[:8]
     logs = Path(tempfile.mkdtemp(prefix=f"logs-{tag}-", dir=_shared_tmp()))
     logs.chmod(0o755)  # the jobs' owners write their output below it
@@ -126,7 +140,9 @@ def _clean_up(settings) -> None:
 def _still_there(ids: list[str]) -> bool:
     states = slurm("squeue", "--noheader", "--states=all", "--format=%i|%T", check=False)
     active = {"PENDING", "RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED"}
-    return any(line.split("|")[0] in ids and line.split("|")[1] in active for line in states.splitlines() if "|" in line)
+    return any(
+        line.split("|")[0] in ids and line.split("|")[1] in active for line in states.splitlines() if "|" in line
+    )
 
 
 @pytest.fixture
@@ -151,9 +167,7 @@ def slurm_world(db, slurm_settings):
     w.partition = main
     w.acme = TenantFactory(name=f"acme-{tag}")
     w.globex = TenantFactory(name=f"globex-{tag}")
-    w.ai_team = GroupFactory(
-        name=f"ai-team-{tag}", tenant=w.acme, partitions=[main], grp_tres={"gres/accelerator": 8}
-    )
+    w.ai_team = GroupFactory(name=f"ai-team-{tag}", tenant=w.acme, partitions=[main], grp_tres={"gres/accelerator": 8})
     w.rivals = GroupFactory(name=f"rivals-{tag}", tenant=w.globex, partitions=[main])
     w.alice = make_member(UserFactory(username=f"alice-{tag}"), w.ai_team)
     w.bob = make_member(UserFactory(username=f"bob-{tag}"), w.ai_team)

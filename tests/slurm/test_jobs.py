@@ -136,7 +136,9 @@ def test_dispatch_that_ran_twice_leaves_one_job_in_slurm(slurm_world):
 def test_job_slurm_refuses_fails_with_slurms_reason(slurm_world):
     from tests.factories import GroupFactory, make_member
 
-    unsynced = GroupFactory(name=f"unsynced-{slurm_world.tag}", tenant=slurm_world.acme, partitions=[slurm_world.partition])
+    unsynced = GroupFactory(
+        name=f"unsynced-{slurm_world.tag}", tenant=slurm_world.acme, partitions=[slurm_world.partition]
+    )
     make_member(slurm_world.alice, unsynced)
     job = submit(slurm_world.alice, unsynced)
 

@@ -77,7 +77,9 @@ def test_association_changed_behind_the_portals_back_is_reported_and_repaired(sl
         call_command("slurm_sync", "--check")
     assert checked.value.code == 1
     report = capsys.readouterr().out
-    assert f"differs           account {account}: GrpTRES: aipool=gres/accelerator=8 slurm=gres/accelerator=99" in report
+    assert (
+        f"differs           account {account}: GrpTRES: aipool=gres/accelerator=8 slurm=gres/accelerator=99" in report
+    )
     assert assoc(account)["GrpTRES"] == "gres/accelerator=99"  # --check changes nothing
 
     call_command("slurm_sync")

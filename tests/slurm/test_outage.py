@@ -16,7 +16,9 @@ pytestmark = pytest.mark.django_db
 
 
 def _script(name: str, *args: str) -> None:
-    subprocess.run(["bash", str(REPO / "cluster" / "slurm" / name), *args], check=True, capture_output=True, timeout=180)
+    subprocess.run(
+        ["bash", str(REPO / "cluster" / "slurm" / name), *args], check=True, capture_output=True, timeout=180
+    )
 
 
 @pytest.fixture

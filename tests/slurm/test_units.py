@@ -79,7 +79,7 @@ def _spec(**fields) -> LaunchSpec:
 def test_batch_script_quotes_the_jobs_environment_for_the_shell(tmp_path):
     script = batch_script(_spec(environment={"A": "it's $HOME; `x`", "BAD NAME": "dropped"}), tmp_path)
     exports = [line for line in script.splitlines() if line.startswith("export A=")]
-    out = subprocess.run(["bash", "-c", f"{exports[0]}; printf %s \"$A\""], capture_output=True, text=True).stdout
+    out = subprocess.run(["bash", "-c", f'{exports[0]}; printf %s "$A"'], capture_output=True, text=True).stdout
     assert out == "it's $HOME; `x`"
     assert "BAD NAME" not in script
 
