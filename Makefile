@@ -9,7 +9,9 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	# The CPU build of PyTorch 2.13.0 for the in-job SDK's tests (a plain `torch` would pull a multi-GB CUDA build).
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e '.[test,sdk]'
 	touch $(STAMP)
 
 run: $(STAMP)  ## the portal on the embedded default with demo data: http://127.0.0.1:$${AIPOOL_PORT:-8000}/
