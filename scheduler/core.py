@@ -53,6 +53,8 @@ def paused_gc() -> Iterator[None]:
     finally:
         if collecting:
             gc.enable()
+
+
 DEFAULT_POLICY = Policy()
 
 
@@ -87,6 +89,8 @@ class Held:
 
 
 class Planner:
+    """Walks the queue once, in priority order: `step` decides and commits one job, `evaluate` only decides."""
+
     def __init__(
         self,
         nodes: list[NodeView],

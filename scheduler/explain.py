@@ -145,9 +145,8 @@ def _variants(target: JobRequest, prioritizer: Prioritizer | None, partitions: S
     for fewer in range(apn - 1, 0, -1):
         cpus = max(1, target.cpus_per_node * fewer // apn)
         memory = max(1, target.memory_per_node * fewer // apn)
-        change = {"accelerators_per_node": fewer, "cpus_per_node": cpus, "memory_per_node": format_memory(memory)}
-        probe("accelerators_per_node", change, fewer, accelerators_per_node=fewer, cpus_per_node=cpus,
-              memory_per_node=memory)  # fmt: skip
+        fields = {"accelerators_per_node": fewer, "cpus_per_node": cpus, "memory_per_node": memory}
+        probe("accelerators_per_node", {**fields, "memory_per_node": format_memory(memory)}, fewer, **fields)
     for fewer in _node_counts(target.nodes):
         probe("nodes", {"nodes": fewer}, fewer, nodes=fewer)
     for name in partitions:

@@ -33,6 +33,7 @@ class Command(BaseCommand):
             call_command("load_pool")
         else:
             call_command("seed_demo")
+            call_command("load_catalog")
         port = options["port"] or env_int("AIPOOL_PORT", 8000)
         host = env_str("AIPOOL_HOST", "127.0.0.1")
         children = [self._worker(), self._web(host, port, options["workers"])]
