@@ -74,10 +74,15 @@ class Command(BaseCommand):
                 f"{host}:{port}",
                 "--workers",
                 str(workers),
+                "--worker-class",
+                "gthread",
+                "--threads",
+                "8",
                 "--access-logfile",
                 "-",
+                # Artifact uploads and downloads stream multi-GB bodies through one request.
                 "--timeout",
-                "60",
+                "3600",
             ],
             env=os.environ.copy(),
         )
