@@ -230,23 +230,30 @@ def reconcile_self_scheduled() -> dict:
     for job in active:
         status = statuses.get(job.backend_job_id)
         if status is not None:
-            with transaction.atomic():
-                outcome = _apply_status(job, status)
-            if outcome:
+            for outcome in _apply_status(job, status):
                 summary[outcome] += 1
     return summary
 
 
-def _apply_status(job: Job, status: BackendStatus) -> str | None:
+def _apply_status(job: Job, status: BackendStatus) -> list[str]:
+    """Each step in its own transaction: a job row updated twice in one transaction has PostgreSQL re-check its
+    foreign keys at commit (KEY SHARE on tenant and group), which deadlocks against job_submit's row locks."""
     if status.state == JobState.PENDING:
         _set_reason(job, status.reason)
-        return None
-    started = job.state == JobState.PENDING and status.started_at is not None and _start(job, status)
+        return []
+    outcomes = []
+    if job.state == JobState.PENDING and status.started_at is not None:
+        with transaction.atomic():
+            if _start(job, status):
+                outcomes.append("started")
     if status.state == JobState.RUNNING:
-        if job.state == JobState.RUNNING and not started:
+        if job.state == JobState.RUNNING and not outcomes:
             _set_reason(job, Reason.NONE)
-        return "started" if started else None
-    return "ended" if _end(job, status) else None
+        return outcomes
+    with transaction.atomic():
+        if _end(job, status):
+            outcomes.append("ended")
+    return outcomes
 
 
 def _set_reason(job: Job, backend_reason: str) -> None:
