@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from cluster.models import Node, NodeState, Partition
 from jobs.models import FairShareUsage, Job, SchedulerLock
-from jobs.services import transition
+from jobs.services import PASS_REQUEST_ROW, transition
 from portal.env import env_int, env_str
 from scheduler.core import paused_gc, schedule
 from scheduler.model import AssocLimits, AssocUsage, Decisions, JobRequest, NodeView, RunningJob
@@ -392,7 +392,7 @@ def load_queue(state: PoolState) -> tuple[list[JobRequest], dict[int, str]]:
 def run_pass() -> list[int]:
     """One scheduling pass; returns the ids of the jobs it started. Passes never overlap (row lock)."""
     # Cleared before reading state, so a submit that lands during this pass queues the next one.
-    SchedulerLock.objects.filter(pk=1).update(pass_requested=False)
+    SchedulerLock.objects.filter(pk=PASS_REQUEST_ROW).update(pass_requested=False)
     with transaction.atomic():
         SchedulerLock.objects.get_or_create(pk=1)
         lock = SchedulerLock.objects.select_for_update().get(pk=1)

@@ -131,13 +131,17 @@ def _after_commit_schedule() -> None:
     transaction.on_commit(request_schedule_pass)
 
 
+PASS_REQUEST_ROW = 2
+
+
 def request_schedule_pass() -> None:
     """Queue a scheduling pass unless one is queued already (a conditional UPDATE claims the right to enqueue)."""
     from jobs.models import SchedulerLock
     from jobs.tasks import schedule_pass
 
-    claimed = SchedulerLock.objects.filter(pk=1, pass_requested=False).update(pass_requested=True)
-    if claimed or not SchedulerLock.objects.filter(pk=1).exists():
+    # Row 2 only carries the flag: row 1 is locked for a whole pass, and submits must not wait for it.
+    claimed = SchedulerLock.objects.filter(pk=PASS_REQUEST_ROW, pass_requested=False).update(pass_requested=True)
+    if claimed or not SchedulerLock.objects.filter(pk=PASS_REQUEST_ROW).exists():
         schedule_pass.delay()
 
 
