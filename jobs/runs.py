@@ -21,7 +21,7 @@ from cluster.backends.registry import get_backend
 from cluster.models import PosixAccount
 from jobs import hooks
 from jobs.models import Job, SchedulerLock
-from jobs.services import job_finish, transition
+from jobs.services import PASS_REQUEST_ROW, job_finish, transition
 from vocab.states import FINAL_STATES, JobState, Reason, can_transition
 
 log = logging.getLogger(__name__)
@@ -169,12 +169,27 @@ def dispatch(*, job_id: int, run: int, backend: ClusterBackend | None = None) ->
         posix_user, posix_uid = posix_identity(job.user)
         spec = replace(launch_spec(job), posix_user=posix_user, posix_uid=posix_uid)
         try:
-            backend_job_id = backend.submit(spec)
+            backend_job_id = _submit_syncing_limits_once(backend, spec)
         except JobRejected as exc:
             transition(job, JobState.FAILED, cause=str(exc)[:200], reason=Reason.NONE)
             return "rejected"
         Job.objects.filter(pk=job.pk).update(backend=backend.name, backend_job_id=backend_job_id, reason=Reason.NONE)
     return backend_job_id
+
+
+def _submit_syncing_limits_once(backend: ClusterBackend, spec: LaunchSpec) -> str:
+    """A group or member added moments ago may not be in Slurm yet (the sync runs after commit, in another task):
+    sync now and try once more before calling the job refused."""
+    try:
+        return backend.submit(spec)
+    except JobRejected as exc:
+        if not exc.limits_out_of_date:
+            raise
+        from jobs.slurm_sync import sync
+
+        log.info("job %s: %s; syncing limits and trying again", spec.job_id, exc)
+        sync(backend=backend)
+        return backend.submit(spec)
 
 
 def dispatch_to_self_scheduling_backend() -> list[int]:
@@ -184,7 +199,7 @@ def dispatch_to_self_scheduling_backend() -> list[int]:
     with reason BackendUnavailable; the next reconcile tries again, so they go out by themselves when it is back.
     """
     # This pass stands in for the scheduler's: clear its "pass requested" flag so the next submit queues another.
-    SchedulerLock.objects.filter(pk=1).update(pass_requested=False)
+    SchedulerLock.objects.filter(pk=PASS_REQUEST_ROW).update(pass_requested=False)
     backend = get_backend()
     waiting = list(
         Job.objects.pending().filter(backend_job_id="").order_by("submitted_at", "id").values_list("pk", "run_count")
