@@ -7,7 +7,10 @@ tenant's group reads exactly like naming one that does not exist.
 
 from __future__ import annotations
 
+from datetime import UTC
+
 import django_filters
+from django import forms
 
 from cluster.models import Partition
 from jobs.models import Job
@@ -21,6 +24,23 @@ def _visible_groups(request):
     if request is None:
         return Group.objects.none()
     return Group.objects.visible_to(request.user)
+
+
+class _UtcIsoDateTimeField(django_filters.fields.IsoDateTimeField):
+    """An ISO time that must exist in UTC: year 1 with a +18:33 offset parses but cannot be stored or compared."""
+
+    def to_python(self, value):
+        parsed = super().to_python(value)
+        if parsed is not None:
+            try:
+                parsed.astimezone(UTC)
+            except OverflowError as exc:
+                raise forms.ValidationError("time out of range", code="invalid") from exc
+        return parsed
+
+
+class UtcIsoDateTimeFilter(django_filters.IsoDateTimeFilter):
+    field_class = _UtcIsoDateTimeField
 
 
 class StateInFilter(django_filters.BaseInFilter, django_filters.ChoiceFilter):
@@ -43,10 +63,10 @@ class JobFilter(django_filters.FilterSet):
     partition = django_filters.ModelChoiceFilter(
         field_name="partition", to_field_name="name", queryset=Partition.objects.all(), help_text="Partition name"
     )
-    submitted_after = django_filters.IsoDateTimeFilter(
+    submitted_after = UtcIsoDateTimeFilter(
         field_name="submitted_at", lookup_expr="gte", help_text="ISO 8601 time; jobs submitted at or after it"
     )
-    submitted_before = django_filters.IsoDateTimeFilter(
+    submitted_before = UtcIsoDateTimeFilter(
         field_name="submitted_at", lookup_expr="lt", help_text="ISO 8601 time; jobs submitted before it"
     )
 

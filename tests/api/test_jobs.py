@@ -288,3 +288,10 @@ def test_submit_query_count_is_bounded(world, api):
     with CaptureQueriesContext(connection) as queries:
         assert post(client, body(), key="bounded").status_code == 201
     assert len(queries) <= SUBMIT_QUERIES, "\n".join(q["sql"][:120] for q in queries.captured_queries)
+
+
+def test_time_filter_outside_utc_range_is_400_not_500(world, api):
+    client = api(world.alice)
+    response = client.get("/api/v1/jobs/", {"submitted_before": "0001-01-01T00:00:00+18:33"})
+    assert response.status_code == 400
+    assert "submitted_before" in response.json()["errors"]
