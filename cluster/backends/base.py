@@ -64,7 +64,14 @@ class BackendUnavailable(RuntimeError):
 
 
 class JobRejected(ValueError):
-    """The backend refuses this job for good (unknown account, a shape no node has); the message says why."""
+    """The backend refuses this job (unknown partition, a shape no node has); the message says why.
+
+    `limits_out_of_date`: the backend does not know the job's account or user (yet): a limits sync may fix that.
+    """
+
+    def __init__(self, message: str, *, limits_out_of_date: bool = False) -> None:
+        super().__init__(message)
+        self.limits_out_of_date = limits_out_of_date
 
 
 class ClusterBackend(ABC):

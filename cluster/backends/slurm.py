@@ -124,7 +124,8 @@ class SlurmBackend(ClusterBackend):
         try:
             out = self.cli.run(argv, env=_user_environment(account))
         except SlurmError as exc:
-            raise JobRejected(f"Slurm refused the job: {exc}") from exc
+            unknown = "Invalid account" in str(exc)  # account or user association not (yet) in Slurm
+            raise JobRejected(f"Slurm refused the job: {exc}", limits_out_of_date=unknown) from exc
         backend_job_id = out.strip().split(";")[0]
         if not SLURM_JOB_ID.match(backend_job_id):
             raise SlurmError(f"sbatch answered {out.strip()!r}, not a job id")
@@ -263,6 +264,7 @@ class SlurmBackend(ClusterBackend):
     def _sacct(self, wanted: set[str]) -> dict[str, BackendStatus]:
         out = self.cli.run(
             ["sacct", "--allusers", "-X", "-n", "-P", f"--jobs={','.join(sorted(wanted))}", f"--format={SACCT_FORMAT}"],
+            env={"SLURM_TIME_FORMAT": "%s"},  # Start and End as unix times
             controller=False,
         )
         statuses = {}

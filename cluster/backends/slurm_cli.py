@@ -21,7 +21,8 @@ from cluster.backends.base import BackendUnavailable
 UNREACHABLE = re.compile(
     r"Unable to contact slurm controller|Socket timed out|Connection refused|Connection timed out"
     r"|Problem talking to the database|slurm_persist_conn_open|Zero Bytes were transmitted"
-    r"|Failed while looking for jobs|Unable to establish connection|Transport endpoint is not connected",
+    r"|Failed while looking for jobs|Unable to establish connection|Transport endpoint is not connected"
+    r"|temporarily unable to accept|Resource temporarily unavailable",
     re.IGNORECASE,
 )
 # After the controller was found down, a cheap TCP probe answers the next calls for this long instead of letting
@@ -84,7 +85,7 @@ class SlurmCLI:
     def environment(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         env = {key: os.environ[key] for key in SAFE_ENV if key in os.environ}
         env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
-        env.update({"SLURM_CONF": self.conf_path, "SLURM_TIME_FORMAT": "%s", **(extra or {})})
+        env.update({"SLURM_CONF": self.conf_path, **(extra or {})})
         return env
 
     def run(

@@ -7,23 +7,47 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('cluster', '0001_initial'),
+        ("cluster", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='PosixAccount',
+            name="PosixAccount",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('username', models.CharField(help_text="login name on the cluster's nodes", max_length=32, validators=[django.core.validators.RegexValidator('^[a-z_][a-z0-9_.-]*\\$?$', 'a POSIX user name: lower case, digits, _ . -')])),
-                ('uid', models.PositiveIntegerField(blank=True, help_text="only when the portal's host cannot resolve the name (no passwd entry)", null=True)),
-                ('user', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='posix_account', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "username",
+                    models.CharField(
+                        help_text="login name on the cluster's nodes",
+                        max_length=32,
+                        validators=[
+                            django.core.validators.RegexValidator(
+                                "^[a-z_][a-z0-9_.-]*\\$?$", "a POSIX user name: lower case, digits, _ . -"
+                            )
+                        ],
+                    ),
+                ),
+                (
+                    "uid",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        help_text="only when the portal's host cannot resolve the name (no passwd entry)",
+                        null=True,
+                    ),
+                ),
+                (
+                    "user",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="posix_account",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'POSIX account',
+                "verbose_name": "POSIX account",
             },
         ),
     ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -98,6 +99,7 @@ def slurm_settings(settings, slurm_cluster):
     settings.slurm_tag = tag
     yield settings
     _clean_up(settings)
+    shutil.rmtree(logs, ignore_errors=True)
 
 
 def _shared_tmp() -> Path:

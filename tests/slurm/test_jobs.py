@@ -133,20 +133,32 @@ def test_dispatch_that_ran_twice_leaves_one_job_in_slurm(slurm_world):
     assert slurm("squeue", "--noheader", "--states=all", f"--name={name}", "--format=%i").split() == [first_id]
 
 
-def test_job_slurm_refuses_fails_with_slurms_reason(slurm_world):
+def test_job_of_a_group_not_yet_synced_to_slurm_goes_out_after_a_sync(slurm_world):
     from tests.factories import GroupFactory, make_member
 
-    unsynced = GroupFactory(
-        name=f"unsynced-{slurm_world.tag}", tenant=slurm_world.acme, partitions=[slurm_world.partition]
-    )
-    make_member(slurm_world.alice, unsynced)
-    job = submit(slurm_world.alice, unsynced)
+    fresh = GroupFactory(name=f"fresh-{slurm_world.tag}", tenant=slurm_world.acme, partitions=[slurm_world.partition])
+    make_member(slurm_world.alice, fresh)  # no limits sync ran since: Slurm knows neither account nor association
+    job = submit(slurm_world.alice, fresh)
+
+    drive_until(in_state(job, "COMPLETED", "FAILED", "CANCELLED", "NODE_FAIL"))
+
+    assert job.state == "COMPLETED"
+    assert slurm("sacctmgr", "-n", "-P", "show", "assoc", "where", f"account={fresh.name}", "format=User").split()
+
+
+def test_job_slurm_refuses_fails_with_slurms_reason(slurm_world):
+    from tests.factories import PartitionFactory
+
+    unknown = PartitionFactory(name=f"nosuch-{slurm_world.tag}")
+    unknown.nodes.set(slurm_world.partition.nodes.all())
+    slurm_world.ai_team.allowed_partitions.add(unknown)
+    job = submit(slurm_world.alice, slurm_world.ai_team, partition=unknown.name)
 
     tick()
 
     job.refresh_from_db()
-    assert job.state == "FAILED"
-    assert "Invalid account" in job.events.last().cause
+    assert job.state == "FAILED" and not job.backend_job_id
+    assert "Slurm refused the job: invalid partition specified: nosuch-" in job.events.last().cause
 
 
 def test_job_waiting_for_resources_shows_slurms_start_estimate(slurm_world):
@@ -175,3 +187,20 @@ def test_job_environment_reaches_the_job_and_the_portals_does_not(slurm_world, m
     drive_until(in_state(job, "COMPLETED", "FAILED"))
 
     assert get_backend().read_log(job.backend_job_id).text == "it's $HOME|unset|/nonexistent\n"
+
+
+def test_accounting_reports_an_ended_job_with_its_exit_code_once_slurmctld_forgot_it(slurm_world):
+    job = submit(slurm_world.mallory, slurm_world.rivals, nodes=2, command="exit 4")
+    drive_until(in_state(job, "COMPLETED", "FAILED"))
+    backend = get_backend()
+
+    # What poll falls back to for jobs older than MinJobAge: sacct, which lags slurmctld (its record can show
+    # the job ended before it shows all of its nodes).
+    def settled():
+        status = backend._sacct({job.backend_job_id}).get(job.backend_job_id)
+        return status if status and status.state == "FAILED" and len(status.nodelist) == 2 else None
+
+    status = drive_until(settled, timeout=20)
+
+    assert (status.exit_code, status.nodelist) == (4, tuple(job.nodelist))
+    assert status.ended_at >= status.started_at > 0
