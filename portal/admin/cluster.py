@@ -7,7 +7,7 @@ from django.contrib import admin
 from django.core.exceptions import ValidationError
 from django.db.models import Count, Sum
 
-from cluster.models import Node, Partition, Switch
+from cluster.models import Node, Partition, PosixAccount, Switch
 from tenants.forms import SlurmTimeField
 from vocab.slurmtime import format_minutes
 from vocab.tres import TRESError, format_memory, parse_memory
@@ -105,3 +105,26 @@ class PartitionAdmin(admin.ModelAdmin):
     @admin.display(description="accelerators", ordering="accelerators_total")
     def accelerators_total(self, obj):
         return obj.accelerators_total or 0
+
+
+@admin.register(PosixAccount)
+class PosixAccountAdmin(admin.ModelAdmin):
+    """Which cluster account a portal user's Slurm jobs run as (see docs/slurm.md for the privilege model)."""
+
+    list_display = ("user", "username", "uid")
+    search_fields = ("user__username", "username")
+    autocomplete_fields = ("user",)
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        from tenants.services import audit
+
+        # Who may run as which OS account is a security decision: keep it in the audit trail.
+        changes = {
+            field: [_plain(form.initial.get(field)), _plain(form.cleaned_data.get(field))] for field in form.changed_data
+        }
+        audit(actor=request.user, action="posix_account.set", target=obj, tenant=None, changes=changes)
+
+
+def _plain(value):
+    return value if value is None or isinstance(value, (int, str)) else str(value)

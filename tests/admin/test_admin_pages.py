@@ -309,3 +309,16 @@ def test_deleting_a_group_goes_through_group_delete(staff_client, world):
     assert staff_client.post(url(Group, "delete", child.pk), {"post": "yes"}).status_code == 302
     assert not Group.objects.filter(pk=child.pk).exists()
     assert AuditLog.objects.filter(action="group.delete", actor=world.staff, target_id=str(child.pk)).exists()
+
+
+def test_staff_maps_a_user_to_a_posix_account_and_it_is_audited(client, world):
+    from cluster.models import PosixAccount
+    from tenants.models import AuditLog
+
+    client.force_login(world.staff)
+    response = client.post(
+        "/admin/cluster/posixaccount/add/", {"user": world.alice.pk, "username": "alice_hpc", "uid": "5001"}
+    )
+    assert response.status_code == 302, response.content[:2000]
+    assert PosixAccount.objects.get(user=world.alice).username == "alice_hpc"
+    assert AuditLog.objects.filter(action="posix_account.set", actor=world.staff).exists()
