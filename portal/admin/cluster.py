@@ -120,9 +120,8 @@ class PosixAccountAdmin(admin.ModelAdmin):
         from tenants.services import audit
 
         # Who may run as which OS account is a security decision: keep it in the audit trail.
-        changes = {
-            field: [_plain(form.initial.get(field)), _plain(form.cleaned_data.get(field))] for field in form.changed_data
-        }
+        initial, cleaned = form.initial, form.cleaned_data
+        changes = {field: [_plain(initial.get(field)), _plain(cleaned.get(field))] for field in form.changed_data}
         audit(actor=request.user, action="posix_account.set", target=obj, tenant=None, changes=changes)
 
 
