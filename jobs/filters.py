@@ -31,12 +31,13 @@ class _UtcIsoDateTimeField(django_filters.fields.IsoDateTimeField):
 
     def to_python(self, value):
         parsed = super().to_python(value)
-        if parsed is not None:
-            try:
-                parsed.astimezone(UTC)
-            except OverflowError as exc:
-                raise forms.ValidationError("time out of range", code="invalid") from exc
-        return parsed
+        if parsed is None:
+            return None
+        try:
+            # In UTC, because PostgreSQL refuses offsets beyond ±15:59 that ISO 8601 parsing accepts.
+            return parsed.astimezone(UTC)
+        except OverflowError as exc:
+            raise forms.ValidationError("time out of range", code="invalid") from exc
 
 
 class UtcIsoDateTimeFilter(django_filters.IsoDateTimeFilter):

@@ -295,3 +295,10 @@ def test_time_filter_outside_utc_range_is_400_not_500(world, api):
     response = client.get("/api/v1/jobs/", {"submitted_before": "0001-01-01T00:00:00+18:33"})
     assert response.status_code == 400
     assert "submitted_before" in response.json()["errors"]
+
+
+def test_time_filter_with_an_offset_postgresql_refuses_is_converted_to_utc(world, api):
+    client = api(world.alice)
+    response = client.get("/api/v1/jobs/", {"submitted_before": "0790-09-22T16:53:51.20+18:33"})
+    assert response.status_code == 200
+    assert response.json()["results"] == []
