@@ -15,7 +15,7 @@ from urllib.parse import quote
 import click
 import httpx
 
-from aipool_cli import __version__, registry
+from aipool_cli import __version__, accounting, inference, monitoring, notifications, registry, simulation
 from aipool_cli import formatting as fmt
 from aipool_cli.client import EXIT_TROUBLE, AipoolError, Client, make_client
 from aipool_cli.slurmargs import (
@@ -639,8 +639,11 @@ def me(ctx, as_json: bool) -> None:
         click.echo(fmt.me_text(data))
 
 
-for _command in registry.COMMANDS:  # push, pull, cp: the model and dataset repository
-    cli.add_command(_command)
+# Each domain's commands live in their own module: push/pull/cp (registry), apply/get/delete (inference), monitor,
+# sreport (accounting), notify, simulate.
+for _module in (registry, inference, monitoring, accounting, notifications, simulation):
+    for _command in _module.COMMANDS:
+        cli.add_command(_command)
 
 
 def main() -> None:  # `python -m aipool_cli.main`

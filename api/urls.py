@@ -6,7 +6,7 @@ from rest_framework.routers import SimpleRouter
 
 from api import views
 from api.errors import not_found
-from api.views import registry
+from api.views import accounting, inference, monitoring, notifications, registry, simulation
 
 app_name = "api"
 
@@ -18,12 +18,15 @@ router.register("partitions", views.PartitionViewSet, basename="partition")
 router.register("nodes", views.NodeViewSet, basename="node")
 router.register("jobs", views.JobViewSet, basename="job")
 router.register("tokens", views.TokenViewSet, basename="token")
-for prefix, viewset, basename in registry.ROUTES:
-    router.register(prefix, viewset, basename=basename)
+DOMAIN_VIEWS = (registry, inference, monitoring, accounting, notifications, simulation)
+for module in DOMAIN_VIEWS:
+    for prefix, viewset, basename in module.ROUTES:
+        router.register(prefix, viewset, basename=basename)
 
 v1 = [
     path("me/", views.MeView.as_view(), name="me"),
     path("me/quota/", views.QuotaView.as_view(), name="me-quota"),
+    *(p for module in DOMAIN_VIEWS for p in getattr(module, "PATHS", [])),
     *router.urls,
 ]
 

@@ -34,6 +34,12 @@ INSTALLED_APPS = [
     "api",
     "portal",
     "registry",
+    "inference",
+    "monitoring",
+    "accounting",
+    "notifications",
+    "simulation",
+    "gateway",
 ]
 
 MIDDLEWARE = [
@@ -203,3 +209,10 @@ CELERY_BEAT_SCHEDULE = {
     "registry-scrub": {"task": "registry.tasks.scrub", "schedule": float(env_int("AIPOOL_SCRUB_SECONDS", 3600))},
     "registry-publish-outputs": {"task": "registry.tasks.publish_pending_outputs", "schedule": 30.0},
 }
+# Each app's periodic tasks: one line per app, so that each is edited by its owner only.
+CELERY_BEAT_SCHEDULE |= {}  # inference
+CELERY_BEAT_SCHEDULE |= {}  # gateway
+CELERY_BEAT_SCHEDULE |= {}  # monitoring
+CELERY_BEAT_SCHEDULE |= {}  # accounting
+CELERY_BEAT_SCHEDULE |= {}  # notifications
+CELERY_BEAT_SCHEDULE |= {}  # simulation

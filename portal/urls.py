@@ -30,6 +30,11 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/", include("api.urls")),
     path("", include("portal.registry_urls")),
+    path("", include("portal.inference_urls")),
+    path("", include("portal.monitoring_urls")),
+    path("", include("portal.accounting_urls")),
+    path("", include("portal.notifications_urls")),
+    path("", include("portal.simulation_urls")),
 ]
 
 handler400 = "portal.views.errors.bad_request"

@@ -1,0 +1,1 @@
+"""Allocated vs used accelerator-hours over any window; budget burn-down."""

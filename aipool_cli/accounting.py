@@ -1,0 +1,3 @@
+"""`aipool` commands of the accounting domain (HTTP only)."""
+
+COMMANDS: tuple = ()

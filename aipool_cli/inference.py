@@ -1,0 +1,3 @@
+"""`aipool` commands of the inference domain (HTTP only)."""
+
+COMMANDS: tuple = ()

@@ -1,0 +1,3 @@
+"""`aipool` commands of the monitoring domain (HTTP only)."""
+
+COMMANDS: tuple = ()

@@ -1,0 +1,3 @@
+"""`aipool` commands of the notifications domain (HTTP only)."""
+
+COMMANDS: tuple = ()

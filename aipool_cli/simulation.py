@@ -1,0 +1,3 @@
+"""`aipool` commands of the simulation domain (HTTP only)."""
+
+COMMANDS: tuple = ()

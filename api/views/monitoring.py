@@ -1,0 +1,5 @@
+"""API v1 views of the monitoring app (see monitoring/)."""
+
+# (prefix, viewset, basename) registered on the v1 router, and extra django paths under /api/v1/.
+ROUTES: list = []
+PATHS: list = []

@@ -1,0 +1,1 @@
+"""Job metrics time series, the seed's health rules, idle accelerators, Prometheus."""

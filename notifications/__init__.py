@@ -1,0 +1,1 @@
+"""Per-user notification settings; email and signed webhooks with retries and a delivery log."""

@@ -1,0 +1,3 @@
+"""Browser pages of the accounting app."""
+
+urlpatterns: list = []

@@ -1,0 +1,3 @@
+"""Browser pages of the monitoring app."""
+
+urlpatterns: list = []

@@ -1,0 +1,3 @@
+"""Browser pages of the notifications app."""
+
+urlpatterns: list = []

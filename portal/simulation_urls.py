@@ -1,0 +1,3 @@
+"""Browser pages of the simulation app."""
+
+urlpatterns: list = []
