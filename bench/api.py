@@ -102,6 +102,12 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--seconds", type=int, default=10, help="length of each submit run")
     parser.add_argument("--web-workers", type=int, default=DEFAULT_WEB_WORKERS, help="gunicorn sync workers")
     parser.add_argument("--no-worker", action="store_true", help="submit without a Celery worker scheduling jobs")
+    parser.add_argument(
+        "--gunicorn",
+        default="",
+        help='extra gunicorn options (GUNICORN_CMD_ARGS), e.g. "--worker-class gthread --threads 4"',
+    )
+    parser.add_argument("--repeat", type=int, default=3, help="submit runs per client count; the median is reported")
     parser.add_argument("--jobs", type=int, default=1_000_000, help="jobs in the database for the list suite")
     parser.add_argument("--requests", type=int, default=300, help="requests per list scenario")
     args = parser.parse_args(argv)
@@ -116,8 +122,10 @@ def main(argv: list[str]) -> None:
 # --- the stack --------------------------------------------------------------------------------------------------
 
 
-def start_stack(web_workers: int, *, worker: bool) -> Stack:
+def start_stack(web_workers: int, *, worker: bool, gunicorn: str = "") -> Stack:
     stack = Stack(Path(tempfile.mkdtemp(prefix="aipool-bench-")), web_workers=web_workers, db_prefix="aipool_bench")
+    if gunicorn:
+        stack.env["GUNICORN_CMD_ARGS"] = gunicorn
     # The throttle stays in the request path (its cost is part of the number) but must not answer 429 here.
     stack.env["AIPOOL_API_RATE"] = "100000000/min"
     stack.env["AIPOOL_LOG_LEVEL"] = "WARNING"
@@ -172,7 +180,7 @@ def submit_suite(args) -> None:
         print("submit: wrk is not installed; on Debian: apt-get install -y wrk (this benchmark installs nothing)")
         return
     clients = [int(c) for c in args.clients.split(",")]
-    stack = start_stack(args.web_workers, worker=not args.no_worker)
+    stack = start_stack(args.web_workers, worker=not args.no_worker, gunicorn=args.gunicorn)
     try:
         # Quota checks on: every submit locks the association chain and checks GrpTRES, MaxWall and, with
         # GrpSubmitJobs set, counts the group's active jobs.
@@ -188,25 +196,31 @@ def submit_suite(args) -> None:
             else "Celery worker scheduling every submit (pool full: new jobs stay PENDING, reason Resources)"
         )
         print(
-            f"submit: gunicorn {args.web_workers} sync workers, PostgreSQL + Redis, {worker}, "
-            f"{os.cpu_count()} cores; wrk, {args.seconds} s per run"
+            f"submit: gunicorn {args.web_workers} workers {args.gunicorn or '(sync)'}, PostgreSQL + Redis, {worker}, "
+            f"{os.cpu_count()} cores; wrk, {args.seconds} s per run, median of {args.repeat} runs"
         )
         run_wrk(wrk, stack, script, secret, clients=16, seconds=2)  # warm-up: workers import, connect, cache
         time.sleep(1)
         for count in clients:
-            before = sql(stack, "SELECT count(*) FROM jobs_job")[0][0]
-            result = run_wrk(wrk, stack, script, secret, clients=count, seconds=args.seconds)
-            time.sleep(1)  # requests still in flight when wrk stopped are counted below too
-            stored = sql(stack, "SELECT count(*) FROM jobs_job")[0][0] - before
-            rate = result["created"] / result["seconds"]
+            runs = [_submit_run(wrk, stack, script, secret, count, args.seconds) for _ in range(args.repeat)]
+            rates = sorted(rate for rate, _ in runs)
+            rate, result = sorted(runs, key=lambda run: run[0])[len(runs) // 2]
             print(
                 f"  {count:>3} clients: {rate:7.1f} submissions/s  p50 {result['p50_ms']:.1f} ms  "
                 f"p99 {result['p99_ms']:.1f} ms  max {result['max_ms']:.1f} ms  "
-                f"({result['created']} created, {stored} rows, {result['other']} other answers, "
-                f"{result['socket_errors']} socket errors)"
+                f"(runs: {', '.join(f'{r:.0f}' for r in rates)}/s; median run: {result['created']} created, "
+                f"{result['stored']} rows, {result['other']} other answers, {result['socket_errors']} socket errors)"
             )
     finally:
         stop_stack(stack)
+
+
+def _submit_run(wrk: str, stack: Stack, script: Path, secret: str, clients: int, seconds: int) -> tuple[float, dict]:
+    before = sql(stack, "SELECT count(*) FROM jobs_job")[0][0]
+    result = run_wrk(wrk, stack, script, secret, clients=clients, seconds=seconds)
+    time.sleep(1)  # requests still in flight when wrk stopped are counted below too
+    result["stored"] = sql(stack, "SELECT count(*) FROM jobs_job")[0][0] - before
+    return result["created"] / result["seconds"], result
 
 
 def fill_the_pool(stack: Stack) -> None:

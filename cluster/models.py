@@ -31,11 +31,20 @@ class NodeState(models.TextChoices):
     DOWN = "DOWN", "down"
 
 
+# What the embedded default pool is built from; a pool file names its own with `accelerator_type`.
+DEFAULT_ACCELERATOR_TYPE = "nvidia-h100-80gb"
+
+
 class Node(models.Model):
     name = models.SlugField(max_length=64, unique=True)
     cpus = models.PositiveIntegerField()
     memory_mb = models.PositiveBigIntegerField(help_text="Memory in MiB")
     accelerators = models.PositiveIntegerField(default=8)
+    accelerator_type = models.SlugField(
+        max_length=64,
+        default=DEFAULT_ACCELERATOR_TYPE,
+        help_text="e.g. nvidia-h100-80gb: what an inference service's resources.accelerator asks for",
+    )
     state = models.CharField(max_length=8, choices=NodeState.choices, default=NodeState.UP)
     switch = models.ForeignKey(Switch, on_delete=models.PROTECT, related_name="nodes", help_text="Leaf switch")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 from django.db import transaction
 
-from cluster.models import Node, Partition, Switch
+from cluster.models import DEFAULT_ACCELERATOR_TYPE, Node, Partition, Switch
 from vocab.slurmtime import parse_minutes
 from vocab.tres import parse_memory
 
@@ -47,6 +47,7 @@ def load_pool(data: dict) -> None:
                     "cpus": int(spec.get("cpus", 64)),
                     "memory_mb": parse_memory(str(spec.get("memory", "512G"))),
                     "accelerators": int(spec.get("accelerators", 8)),
+                    "accelerator_type": str(spec.get("accelerator_type", DEFAULT_ACCELERATOR_TYPE)),
                 },
             )
     for part_name, part in data["partitions"].items():

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
-from django.db.models import Max
+from django.db.models import Count, Max
 
 from cluster.models import NodeState, Partition
 from jobs.models import Runtime
@@ -30,9 +30,9 @@ class Resolved:
 def resolve(*, group: Group, spec: JobSpec) -> Resolved:
     partition = _partition(group, spec)
     shape = partition.nodes.exclude(state=NodeState.DOWN).aggregate(
-        acc=Max("accelerators"), cpus=Max("cpus"), mem=Max("memory_mb")
+        acc=Max("accelerators"), cpus=Max("cpus"), mem=Max("memory_mb"), count=Count("id")
     )
-    count = partition.nodes.exclude(state=NodeState.DOWN).count()
+    count = shape["count"]
     errors: dict[str, list[str]] = {}
     if count == 0:
         raise ValidationError({"partition": [f"partition {partition.name} has no nodes in service"]})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
@@ -12,11 +13,13 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from jobs import hooks
-from jobs.admission import check_association_limits, resolve
+from jobs.admission import Resolved, check_association_limits, resolve
 from jobs.models import Job, JobEvent
+from jobs.signals import send_state_changed_after_commit
 from jobs.spec import JobSpec
-from tenants.models import Group, GroupMember, Membership, Role
-from tenants.services import audit, lock_association_chain
+from tenants.models import Group, Role, Tenant
+from tenants.scoping import memberships_of
+from tenants.services import audit
 from vocab.states import FINAL_STATES, JobState, Reason, can_transition
 
 
@@ -33,14 +36,59 @@ def request_hash(*, group: Group, spec: JobSpec) -> str:
     return hashlib.sha256(body.encode()).hexdigest()
 
 
+@dataclass(frozen=True)
+class SubmitCheck:
+    """What passed the submit-time checks: the resolved request and the association chain, tenant first."""
+
+    resolved: Resolved
+    chain: list[Tenant | Group]
+
+
+def job_submit_check(*, user, group: Group, spec: JobSpec, lock: bool = False) -> SubmitCheck:
+    """Every check ``job_submit`` makes, without creating anything: may `user` submit to `group`, can the request ever
+    run (partition, node shape, MaxTime, runtime), does it alone exceed a limit up the tree, and would it pass
+    GrpSubmitJobs. Raises PermissionDenied or ValidationError (field → messages).
+
+    ``lock=True`` (inside the submit transaction) row-locks the chain first, so the counts it checks stay true until
+    the job is created; the portal's preview reads without locks.
+    """
+    _check_may_submit(user, group)
+    resolved = resolve(group=group, spec=spec)
+    tenant, groups = _association_chain(group, lock=lock)
+    chain = [tenant, *groups]
+    check_association_limits(chain=chain, spec=spec, resolved=resolved)
+    _enforce_submit_limit(chain)
+    return SubmitCheck(resolved=resolved, chain=chain)
+
+
+def _association_chain(group: Group, *, lock: bool = False) -> tuple[Tenant, list[Group]]:
+    """The tenant and the group's ancestors root first, then the group, read fresh in one query.
+
+    ``lock``: also row-lock the tenant (FOR UPDATE OF the tenant only). Every submit charged to the tenant waits
+    there, so the counts checked (GrpSubmitJobs) stay true until this job is created; the tenant is the first row
+    the other lockers (tenants.services.lock_association_chain) take too, so the lock order stays fixed.
+    """
+    names = [n for n in group.path.strip("/").split("/") if n]
+    groups = Group.objects.filter(tenant_id=group.tenant_id, name__in=names).select_related("tenant").order_by()
+    if lock:
+        groups = groups.select_for_update(of=("tenant",))
+    by_name = {g.name: g for g in groups}
+    chain = [by_name[name] for name in names if name in by_name]
+    if not chain:  # the group was deleted meanwhile
+        raise ValidationError({"group": [f"group {group.name} no longer exists"]})
+    return chain[0].tenant, chain
+
+
 def _check_may_submit(user, group: Group) -> None:
     if settings.AIPOOL_BACKEND == "local" and not settings.AIPOOL_LOCAL_BACKEND_OPEN and not user.is_staff:
         # The local backend runs commands as the portal's OS user: an operator may keep it to staff.
         raise PermissionDenied("the local backend is restricted to staff on this pool (AIPOOL_LOCAL_BACKEND_OPEN)")
-    role = Membership.objects.filter(user=user, tenant_id=group.tenant_id).values_list("role", flat=True).first()
+    # The user's memberships are read once per request by the scoping layer (tenants.scoping): no query here.
+    memberships = memberships_of(user)
+    role = memberships.roles.get(group.tenant_id)
     if user.is_staff and role is None:
         return
-    if role is None or not GroupMember.objects.filter(user=user, group=group).exists():
+    if role is None or group.pk not in memberships.group_tenants:
         raise PermissionDenied(f"you are not a member of group {group.name}")
     if role == Role.VIEWER:
         raise PermissionDenied(f"viewers cannot submit jobs (your role in {group.tenant.name} is viewer)")
@@ -51,7 +99,9 @@ def _enforce_submit_limit(chain) -> None:
         if assoc.grp_submit_jobs is None:
             continue
         if isinstance(assoc, Group):
-            active = Job.objects.active().under_group_path(assoc.path).count()
+            subtree = Group.objects.filter(path__startswith=assoc.path).values("pk")
+            # group IN (subtree): an index range on (group, state), not a LIKE on every active job's group row.
+            active = Job.objects.active().filter(group__in=subtree).count()
         else:
             active = Job.objects.active().filter(tenant=assoc).count()
         if active + 1 > assoc.grp_submit_jobs:
@@ -89,12 +139,8 @@ def _replay(existing: Job, digest: str) -> tuple[Job, bool]:
 
 @transaction.atomic
 def _submit(*, user, group: Group, spec: JobSpec, idempotency_key: str | None, digest: str) -> Job:
-    _check_may_submit(user, group)
-    resolved = resolve(group=group, spec=spec)
-    tenant, groups = lock_association_chain(group)
-    chain = [tenant, *groups]
-    check_association_limits(chain=chain, spec=spec, resolved=resolved)
-    _enforce_submit_limit(chain)
+    check = job_submit_check(user=user, group=group, spec=spec, lock=True)
+    resolved, tenant = check.resolved, check.chain[0]
     now = timezone.now()
     job = Job.objects.create(
         tenant=tenant,
@@ -118,13 +164,21 @@ def _submit(*, user, group: Group, spec: JobSpec, idempotency_key: str | None, d
         request_hash=digest,
         reason=Reason.NONE,
     )
-    JobEvent.objects.create(
+    event = JobEvent.objects.create(
         job=job, at=now, from_state="", to_state=JobState.PENDING, cause=f"submitted by {user.username}"
     )
+    _attach_history(job, [event])
     audit(actor=user, action="job.submit", target=job, tenant=tenant)
     hooks.job_submitted(job=job, spec=spec, user=user)
     _after_commit_schedule()
     return job
+
+
+def _attach_history(job: Job, events: list[JobEvent]) -> None:
+    """Hand the new job back with its history as if prefetched: the submit answer shows it without reading it back."""
+    history = JobEvent.objects.filter(job=job)
+    history._result_cache, history._prefetch_done = events, True
+    job._prefetched_objects_cache = {"events": history}
 
 
 def _after_commit_schedule() -> None:
@@ -158,6 +212,7 @@ def transition(job: Job, to_state: str, *, cause: str, reason: str = Reason.NONE
     if not updated:
         return False
     JobEvent.objects.create(job=job, at=now, from_state=job.state, to_state=to_state, reason=reason, cause=cause)
+    send_state_changed_after_commit(job, job.state, to_state)
     job.state, job.reason = to_state, reason
     for key, value in fields.items():
         setattr(job, key, value)

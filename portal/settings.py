@@ -185,6 +185,10 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("AIPOOL_LOG_LEVEL", "INFO")},
 }
+# AIPOOL_LOG_FORMAT=json: one JSON object per line (docs/monitoring.md).
+if env_str("AIPOOL_LOG_FORMAT", "text") == "json":
+    LOGGING["formatters"] = {"json": {"()": "monitoring.jsonlog.JsonFormatter"}}
+    LOGGING["handlers"]["console"]["formatter"] = "json"
 
 # Seconds in one job-time-limit minute. 60 in production; tests and demos shorten it to watch TIMEOUT happen.
 AIPOOL_SECONDS_PER_MINUTE = env_int("AIPOOL_SECONDS_PER_MINUTE", 60)
@@ -210,9 +214,15 @@ CELERY_BEAT_SCHEDULE = {
     "registry-publish-outputs": {"task": "registry.tasks.publish_pending_outputs", "schedule": 30.0},
 }
 # Each app's periodic tasks: one line per app, so that each is edited by its owner only.
-CELERY_BEAT_SCHEDULE |= {}  # inference
-CELERY_BEAT_SCHEDULE |= {}  # gateway
-CELERY_BEAT_SCHEDULE |= {}  # monitoring
+CELERY_BEAT_SCHEDULE |= {"inference-reconcile": {"task": "inference.tasks.reconcile", "schedule": 3.0}}  # inference
+CELERY_BEAT_SCHEDULE |= {  # gateway
+    "gateway-autoscale": {"task": "gateway.tasks.autoscale", "schedule": float(env_int("AIPOOL_AUTOSCALE_SECONDS", 2))},
+}
+CELERY_BEAT_SCHEDULE |= {  # monitoring
+    "monitor-sample": {"task": "monitoring.tasks.sample", "schedule": float(env_int("AIPOOL_MONITOR_SECONDS", 10))},
+    "monitor-rollup": {"task": "monitoring.tasks.rollup", "schedule": 60.0},
+    "monitor-celery-latency": {"task": "monitoring.tasks.send_latency_probe", "schedule": 30.0},
+}
 CELERY_BEAT_SCHEDULE |= {}  # accounting
 CELERY_BEAT_SCHEDULE |= {}  # notifications
 CELERY_BEAT_SCHEDULE |= {}  # simulation

@@ -7,7 +7,11 @@ from django.db import models
 from api.services import token_create
 from tenants.models import Group, Tenant
 from tenants.scoping import TenantScopedQuerySet
+from tests.gateway.helpers import populate as populate_gateway
+from tests.inference.helpers import make_service
 from tests.jobs.helpers import submit, tick
+from tests.monitoring.helpers import populate as populate_monitoring
+from tests.notifications.helpers import populate as populate_notifications
 from tests.registry.helpers import populate as populate_registry
 
 pytestmark = pytest.mark.django_db
@@ -64,6 +68,10 @@ def test_no_model_shows_another_tenants_rows(world):
     submit(world.mallory, world.rivals)
     token_create(user=world.alice, name="ci", scopes=["read"], expires_days=None)
     populate_registry(world)
+    populate_monitoring(world)
+    make_service(world)
+    populate_gateway(world)
+    populate_notifications(world)
     assert job.events.exists()
     for model in tenant_owned_models():
         queryset = model._default_manager.all()

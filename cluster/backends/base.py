@@ -59,6 +59,26 @@ class LogChunk:
     size: int  # current size of the log in bytes
 
 
+@dataclass(frozen=True)
+class TaskUsage:
+    """One task's resource counters at one instant, as the backend measures them (monitoring turns them into rates).
+
+    `cpu_seconds` is cumulative CPU time of the task's processes (rates come from two readings); `accel_util` and
+    `accel_memory_bytes` are None where the backend has no accelerator telemetry (no NVML, no gres usage).
+    """
+
+    rank: int
+    node: str
+    at: float  # unix time of the reading
+    cpu_seconds: float | None = None
+    rss_bytes: int | None = None
+    swap_bytes: int | None = None  # the task's memory that sits in swap now (VmSwap; Slurm: none)
+    major_faults: int | None = None  # cumulative page faults that had to read from disk or swap
+    accel_util: float | None = None  # 0..1, mean over the task's accelerators
+    accel_memory_bytes: int | None = None
+    processes: int = 0
+
+
 class BackendUnavailable(RuntimeError):
     """The backend cannot be reached now; callers retry with backoff."""
 
@@ -97,6 +117,15 @@ class ClusterBackend(ABC):
 
     def inventory(self) -> dict:
         """The pool description (same shape as cluster/pools/*.yaml) as the backend sees it."""
+        return {}
+
+    def usage(self, backend_job_id: str) -> list[TaskUsage]:
+        """Resource counters of each running task of the job, now; [] when the backend cannot measure them."""
+        return []
+
+    def step_metrics(self, backend_job_id: str, *, since: float, limit_bytes: int = 1 << 16) -> dict[int, list[dict]]:
+        """Per rank, the step records the in-job SDK wrote after unix time `since` (ai_platform.metrics: JSON lines),
+        read from the end of each file, at most `limit_bytes` per rank. {} when the backend cannot reach them."""
         return {}
 
     def sync_limits(self, associations: list, *, dry_run: bool = False) -> list:

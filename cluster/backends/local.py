@@ -20,8 +20,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from cluster.backends import nvml, procfs
 from cluster.backends import shepherd as sh
-from cluster.backends.base import BackendStatus, ClusterBackend, LaunchSpec, LogChunk
+from cluster.backends.base import BackendStatus, ClusterBackend, LaunchSpec, LogChunk, TaskUsage
 
 REPO_ROOT = Path(__file__).resolve().parents[2]  # holds the `cluster` package, so `python -m` finds the shepherd
 LAUNCH_WINDOW_SECONDS = 30.0  # a run without a shepherd this long after its submission is lost
@@ -95,6 +96,49 @@ class LocalBackend(ClusterBackend):
 
     def inventory(self) -> dict:
         return {}
+
+    def usage(self, backend_job_id: str, proc: procfs.ProcFS | None = None) -> list[TaskUsage]:
+        """Counters of each task's live processes (its process group or session, as the shepherd recorded it)."""
+        try:
+            rundir = self._rundir(backend_job_id)
+        except ValueError:
+            return []
+        if (rundir / "status.json").exists():
+            return []
+        proc = proc or procfs.ProcFS()
+        accelerators = _spec_accelerators(rundir)
+        samples = []
+        for task in sh.read_tasks(rundir):
+            at = time.time()
+            counters = proc.task_counters(sh.group_members(task["pgid"], task["start_time"]))
+            accel = nvml.accelerator_usage(accelerators.get(task["node"], ()))
+            samples.append(
+                TaskUsage(
+                    rank=int(task["rank"]),
+                    node=task["node"],
+                    at=at,
+                    cpu_seconds=counters.cpu_seconds,
+                    rss_bytes=counters.rss_bytes,
+                    swap_bytes=counters.swap_bytes,
+                    major_faults=counters.major_faults,
+                    accel_util=None if accel is None else accel[0],
+                    accel_memory_bytes=None if accel is None else accel[1],
+                    processes=counters.processes,
+                )
+            )
+        return samples
+
+    def step_metrics(self, backend_job_id: str, *, since: float, limit_bytes: int = 1 << 16) -> dict[int, list[dict]]:
+        try:
+            directory = self._rundir(backend_job_id) / "metrics"  # the SDK's $AIPOOL_RUN_DIR/metrics/rank-N.jsonl
+        except ValueError:
+            return {}
+        found = {}
+        for path in directory.glob("rank-*.jsonl"):
+            rank = path.stem.removeprefix("rank-")
+            if rank.isdigit():
+                found[int(rank)] = procfs.tail_records(path, since=since, limit_bytes=limit_bytes)
+        return found
 
     # --- for tests and diagnostics ----------------------------------------------------------------
 
@@ -220,6 +264,14 @@ def _read_status(backend_job_id: str, rundir: Path) -> BackendStatus | None:
         ended_at=data.get("ended_at"),
         reason=data.get("reason", ""),
     )
+
+
+def _spec_accelerators(rundir: Path) -> dict[str, tuple[int, ...]]:
+    try:
+        spec = json.loads((rundir / "spec.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return {node: tuple(indices) for node, indices in (spec.get("accelerators") or {}).items()}
 
 
 def _in_progress(backend_job_id: str, rundir: Path) -> BackendStatus:

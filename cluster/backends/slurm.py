@@ -23,12 +23,14 @@ import pwd
 import re
 import shlex
 import tempfile
+import time
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from cluster.backends.base import BackendStatus, ClusterBackend, JobRejected, LaunchSpec, LogChunk
+from cluster.backends import procfs, slurm_usage
+from cluster.backends.base import BackendStatus, ClusterBackend, JobRejected, LaunchSpec, LogChunk, TaskUsage
 from cluster.backends.slurm_cli import SlurmCLI, SlurmError, decode_wait_status, expand_hostlist, parse_exit_code
 from cluster.backends.slurm_limits import SHOW_FORMAT, Association, Change, diff, parse_show_assoc
 
@@ -293,6 +295,26 @@ class SlurmBackend(ClusterBackend):
         size = max(size, offset + len(data))
         data = _whole_characters(data, more_follows=offset + len(data) < size)
         return LogChunk(data.decode("utf-8", errors="replace"), offset + len(data), size)
+
+    # --- usage (monitoring) ----------------------------------------------------------------------------------
+
+    def usage(self, backend_job_id: str) -> list[TaskUsage]:
+        if not SLURM_JOB_ID.match(backend_job_id):
+            return []
+        out = self.cli.run(
+            ["sstat", "--allsteps", "-n", "-P", f"--jobs={backend_job_id}", f"--format={slurm_usage.SSTAT_FORMAT}"]
+        )
+        return slurm_usage.usage_from_sstat(out, at=time.time())
+
+    def step_metrics(self, backend_job_id: str, *, since: float, limit_bytes: int = 1 << 16) -> dict[int, list[dict]]:
+        if not SLURM_JOB_ID.match(backend_job_id):
+            return {}
+        found = {}
+        for path in (self.log_root / "ids" / backend_job_id / "metrics").glob("rank-*.jsonl"):
+            rank = path.stem.removeprefix("rank-")
+            if rank.isdigit():
+                found[int(rank)] = procfs.tail_records(path, since=since, limit_bytes=limit_bytes)
+        return found
 
     # --- inventory --------------------------------------------------------------------------------------------
 

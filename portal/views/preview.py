@@ -1,9 +1,9 @@
 """Before submitting: would this job start now, and if not, why and when? Nothing is created.
 
-The submit-time checks are the ones ``job_submit`` runs (the same functions). "Now or later" is the scheduler's own
-answer: the pure pass runs over the current pool with the job appended to the queue at its priority, and when it would
-wait, the scheduler's explainer (the one behind ``GET jobs/{id}/explain/``) says why, when the plan starts it, and which
-change to the request would start it sooner.
+The submit-time checks are ``job_submit``'s own (``jobs.services.job_submit_check``). "Now or later" is the
+scheduler's own answer: the pure pass runs over the current pool with the job appended to the queue at its priority,
+and when it would wait, the scheduler's explainer (the one behind ``GET jobs/{id}/explain/``) says why, when the plan
+starts it, and which change to the request would start it sooner.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from datetime import datetime
 
 from django.core.exceptions import PermissionDenied, ValidationError
 
-from jobs.admission import Resolved, check_association_limits, resolve
+from jobs.admission import Resolved
 from jobs.scheduling import load_queue, load_state, tenant_key, when
 from jobs.selectors import REASON_MESSAGES
-from jobs.services import _check_may_submit, _enforce_submit_limit
+from jobs.services import job_submit_check
 from jobs.spec import JobSpec
 from scheduler.core import schedule
 from scheduler.explain import explain
@@ -45,27 +45,16 @@ class Verdict:
     summary: str = ""  # the request with every default filled in, as the scheduler will see it
 
 
-def association_chain(user, group: Group) -> list:
-    """Tenant, then the group's ancestors root first, then the group: what ``job_submit`` checks, read without locks."""
-    names = [n for n in group.path.strip("/").split("/") if n]
-    by_name = {g.name: g for g in Group.objects.visible_to(user).filter(tenant_id=group.tenant_id, name__in=names)}
-    return [group.tenant, *(by_name[n] for n in names if n in by_name)]
-
-
 def preview_submission(*, user, group: Group, spec: JobSpec) -> Verdict:
     try:
-        _check_may_submit(user, group)
-        resolved = resolve(group=group, spec=spec)
-        chain = association_chain(user, group)
-        check_association_limits(chain=chain, spec=spec, resolved=resolved)
-        _enforce_submit_limit(chain)
+        check = job_submit_check(user=user, group=group, spec=spec)
     except PermissionDenied as exc:
         return Verdict("reject", "You cannot submit this job", [str(exc)], errors={"group": [str(exc)]})
     except ValidationError as exc:
         errors = exc.message_dict if hasattr(exc, "error_dict") else {"__all__": exc.messages}
         details = [f"{name}: {m}" if name != "__all__" else m for name, ms in errors.items() for m in ms]
         return Verdict("reject", "Would be rejected: it can never run as asked", details, errors=errors)
-    return dry_run(user=user, group=group, spec=spec, resolved=resolved)
+    return dry_run(user=user, group=group, spec=spec, resolved=check.resolved)
 
 
 def summarize(spec: JobSpec, resolved: Resolved) -> str:

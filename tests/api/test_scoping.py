@@ -14,7 +14,9 @@ from api.services import token_create
 from jobs.models import Job
 from tenants.models import Group, Membership, Tenant
 from tests.api.routes import api_v1_routes
+from tests.inference import helpers as inference
 from tests.jobs.helpers import submit
+from tests.notifications import helpers as notifications
 from tests.registry import helpers as registry
 
 pytestmark = pytest.mark.django_db
@@ -40,6 +42,8 @@ def acme_objects(world) -> dict[str, int]:
         "token": token.pk,
         "tenant": world.acme.pk,
         **registry.acme_objects(world),
+        **inference.acme_objects(world),
+        **notifications.acme_objects(world),
     }
 
 
@@ -51,6 +55,7 @@ def snapshot(world) -> tuple:
         list(ApiToken.objects.values_list("pk", "revoked_at")),
         list(Tenant.objects.values_list("pk", "grp_tres")),
         registry.snapshot(),
+        inference.snapshot(),
     )
 
 

@@ -15,6 +15,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
+from gateway import conf as gateway_conf
 from portal.env import env_int, env_str
 
 
@@ -36,10 +37,13 @@ class Command(BaseCommand):
             call_command("load_catalog")
         port = options["port"] or env_int("AIPOOL_PORT", 8000)
         host = env_str("AIPOOL_HOST", "127.0.0.1")
-        children = [self._worker(), self._web(host, port, options["workers"])]
+        children = [self._worker(), self._web(host, port, options["workers"]), self._gateway()]
         self.stdout.write(self.style.SUCCESS(f"aipool is up on http://{host}:{port}/  (Ctrl-C stops it)"))
         self.stdout.write(f"data: {settings.DATA_DIR}   database: {settings.DATABASES['default']['ENGINE']}")
         self.stdout.write(f"broker: {settings.CELERY_BROKER_URL.split('@')[-1]}   backend: {settings.AIPOOL_BACKEND}")
+        self.stdout.write(
+            f"inference gateway: http://{gateway_conf.host()}:{gateway_conf.port()}/serve/<tenant>/<service>/"
+        )
         self._supervise(children)
 
     def _worker(self) -> subprocess.Popen:
@@ -86,6 +90,10 @@ class Command(BaseCommand):
             ],
             env=os.environ.copy(),
         )
+
+    def _gateway(self) -> subprocess.Popen:
+        # Its own process: the async gateway's event loop must not share a worker with gunicorn's threads.
+        return subprocess.Popen([sys.executable, "manage.py", "gateway"], cwd=settings.BASE_DIR, env=os.environ.copy())
 
     def _supervise(self, children: list[subprocess.Popen]) -> None:
         stopping = False

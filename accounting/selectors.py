@@ -1,0 +1,143 @@
+"""Reads for accounting: the runs a user may see in a window, turned into usage rows, series and budgets.
+
+Scoping goes through ``Job.objects.visible_to`` like every other read: a member sees their groups' runs, a tenant
+admin the whole tenant, staff the pool. The database finds the runs that meet the window (an indexed range on
+``started_at``/``ended_at``); the pure core in ``accounting.core`` clips and sums them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import F, Q, Sum
+
+from accounting import core
+from accounting.config import budget_lookback_days
+from accounting.utilisation import mean_utilisation
+from cluster.models import Node
+from jobs.models import Job
+from tenants.models import Group
+from vocab.tres import ACCEL
+
+RUN_FIELDS = (
+    "pk",
+    "started_at",
+    "ended_at",
+    "nodes",
+    "accelerators_per_node",
+    "tenant__name",
+    "group__name",
+    "user__username",
+    "partition__name",
+)
+
+
+@dataclass(frozen=True)
+class Filters:
+    tenant: str = ""
+    group: str = ""
+    user: str = ""
+    partition: str = ""
+
+
+def runs_query(user, window: core.Window, filters: Filters = Filters()):
+    """Jobs of `user`'s scope whose run meets the window (requeued jobs: their latest run)."""
+    jobs = (
+        Job.objects.visible_to(user)
+        .exclude(started_at=None)
+        .filter(started_at__lt=window.end)
+        .filter(Q(ended_at=None) | Q(ended_at__gt=window.start))
+    )
+    for field, lookup in (
+        ("tenant", "tenant__name"),
+        ("user", "user__username"),
+        ("partition", "partition__name"),
+    ):
+        if value := getattr(filters, field):
+            jobs = jobs.filter(**{lookup: value})
+    if filters.group:
+        # A group's report covers its subtree, as its limits do.
+        group = Group.objects.visible_to(user).filter(name=filters.group).values_list("path", flat=True).first()
+        jobs = jobs.filter(group__path__startswith=group) if group else jobs.none()
+    return jobs
+
+
+def runs_in_window(user, window: core.Window, filters: Filters = Filters()) -> list[core.Run]:
+    rows = list(runs_query(user, window, filters).order_by().values_list(*RUN_FIELDS))
+    measured = mean_utilisation([row[0] for row in rows])
+    return [
+        core.Run(
+            job_id=pk,
+            start=started,
+            end=ended,
+            accelerators=nodes * per_node,
+            tenant=tenant,
+            group=group,
+            user=username,
+            partition=partition,
+            utilisation=measured.get(pk),
+        )
+        for pk, started, ended, nodes, per_node, tenant, group, username, partition in rows
+    ]
+
+
+def usage_report(user, window: core.Window, dimension: str, filters: Filters = Filters(), *, now: datetime):
+    return core.usage_by(runs_in_window(user, window, filters), window, dimension, now)
+
+
+def pool_capacity_seconds(window: core.Window) -> int:
+    """Accelerator-seconds the pool's nodes offer in the window (today's inventory)."""
+    accelerators = Node.objects.aggregate(total=Sum("accelerators"))["total"] or 0
+    return accelerators * window.seconds
+
+
+def usage_series(user, window: core.Window, step: timedelta, dimension: str, filters: Filters, *, now: datetime):
+    return core.series_by(runs_in_window(user, window, filters), window, step, dimension, now)
+
+
+# --- GrpTRESMins budgets ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Budget:
+    group: Group
+    forecast: core.Forecast
+    lookback: timedelta
+
+
+def _charged_seconds(jobs, *, until: datetime) -> float:
+    """Accelerator-seconds of runs up to `until`; running jobs count up to `until`."""
+    total = 0.0
+    for started, ended, accelerators in jobs.values_list(
+        "started_at", "ended_at", F("nodes") * F("accelerators_per_node")
+    ):
+        end = min(ended or until, until)
+        total += max(0.0, (end - started).total_seconds()) * accelerators
+    return total
+
+
+def group_budget(group: Group, *, now: datetime, lookback: timedelta | None = None) -> core.Forecast:
+    """The group's accelerator GrpTRESMins budget: spent by its subtree (running jobs up to now, in time-limit
+    minutes as the scheduler counts them) and a linear forecast at the mean burn rate of the last `lookback`."""
+    lookback = lookback or timedelta(days=budget_lookback_days())
+    minute = float(settings.AIPOOL_SECONDS_PER_MINUTE)
+    runs = Job.objects.under_group_path(group.path).exclude(started_at=None)
+    spent = _charged_seconds(runs, until=now) / minute
+    since = now - lookback
+    recent_runs = runs.filter(Q(ended_at=None) | Q(ended_at__gt=since))
+    recent = (_charged_seconds(recent_runs, until=now) - _charged_seconds(recent_runs, until=since)) / minute
+    budget = (group.grp_tres_mins or {}).get(ACCEL) or 0
+    return core.forecast(budget_minutes=budget, spent_minutes=spent, recent_minutes=recent, lookback=lookback, now=now)
+
+
+def budgets(user, *, now: datetime, lookback: timedelta | None = None) -> list[Budget]:
+    """Every group `user` may see that has an accelerator GrpTRESMins budget, with its burn-down forecast."""
+    lookback = lookback or timedelta(days=budget_lookback_days())
+    groups = Group.objects.visible_to(user).select_related("tenant").order_by("tenant__name", "name")
+    return [
+        Budget(group=group, forecast=group_budget(group, now=now, lookback=lookback), lookback=lookback)
+        for group in groups
+        if (group.grp_tres_mins or {}).get(ACCEL)
+    ]

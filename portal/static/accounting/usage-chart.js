@@ -1,0 +1,34 @@
+// Usage over time on /usage/: one uPlot line per group (or tenant, user, partition), from the page's JSON.
+(function () {
+  "use strict";
+  var PALETTE = ["#2563eb", "#16a34a", "#d97706", "#dc2626", "#7c3aed", "#0891b2", "#db2777", "#65a30d"];
+
+  function draw() {
+    var source = document.getElementById("usage-series");
+    var target = document.getElementById("usage-chart");
+    if (!source || !target || typeof uPlot === "undefined") return;
+    var data = JSON.parse(source.textContent);
+    if (!data.series.length) return;
+    var xs = data.times.map(function (t) { return Date.parse(t) / 1000; });
+    var series = [{}];
+    var columns = [xs];
+    data.series.forEach(function (line, i) {
+      series.push({ label: line.name, stroke: PALETTE[i % PALETTE.length], width: 2, value: function (u, v) { return v == null ? "–" : v.toFixed(2) + " h"; } });
+      columns.push(line.allocated_hours);
+    });
+    var width = Math.max(320, target.clientWidth || 800);
+    var chart = new uPlot({
+      width: width,
+      height: 300,
+      series: series,
+      axes: [{}, { label: "accelerator-hours" }],
+      scales: { x: { time: true } },
+    }, columns, target);
+    window.addEventListener("resize", function () {
+      chart.setSize({ width: Math.max(320, target.clientWidth), height: 300 });
+    });
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", draw);
+  else draw();
+})();
