@@ -115,10 +115,12 @@ def series_by(
         values = series.setdefault(run.key(dimension), [0] * len(starts))
         first = int((start - window.start) / step)
         for index in range(first, len(starts)):
-            bucket = Window(starts[index], min(starts[index] + step, window.end))
-            if bucket.start >= end:
+            bucket_start = starts[index]
+            if bucket_start >= end:
                 break
-            values[index] += overlap_seconds(start, end, bucket) * run.accelerators
+            bucket_end = min(bucket_start + step, window.end)
+            seconds = int((min(end, bucket_end) - max(start, bucket_start)).total_seconds())
+            values[index] += max(0, seconds) * run.accelerators
     return starts, dict(sorted(series.items()))
 
 

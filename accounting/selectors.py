@@ -8,7 +8,7 @@ admin the whole tenant, staff the pool. The database finds the runs that meet th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db.models import F, Q, Sum
@@ -18,13 +18,14 @@ from accounting.config import budget_lookback_days
 from accounting.utilisation import mean_utilisation
 from cluster.models import Node
 from jobs.models import Job
+from jobs.scheduling import Epoch
 from tenants.models import Group
 from vocab.tres import ACCEL
 
 RUN_FIELDS = (
     "pk",
-    "started_at",
-    "ended_at",
+    "start_epoch",
+    "end_epoch",
     "nodes",
     "accelerators_per_node",
     "tenant__name",
@@ -65,13 +66,15 @@ def runs_query(user, window: core.Window, filters: Filters = Filters()):
 
 
 def runs_in_window(user, window: core.Window, filters: Filters = Filters()) -> list[core.Run]:
-    rows = list(runs_query(user, window, filters).order_by().values_list(*RUN_FIELDS))
-    measured = mean_utilisation([row[0] for row in rows])
+    jobs = runs_query(user, window, filters).order_by()
+    # Epoch seconds from the database: building 100,000 datetimes from SQLite's text costs more than the report.
+    rows = list(jobs.annotate(start_epoch=Epoch("started_at"), end_epoch=Epoch("ended_at")).values_list(*RUN_FIELDS))
+    measured = mean_utilisation(jobs) if rows else {}
     return [
         core.Run(
             job_id=pk,
-            start=started,
-            end=ended,
+            start=_when(started),
+            end=None if ended is None else _when(ended),
             accelerators=nodes * per_node,
             tenant=tenant,
             group=group,
@@ -81,6 +84,10 @@ def runs_in_window(user, window: core.Window, filters: Filters = Filters()) -> l
         )
         for pk, started, ended, nodes, per_node, tenant, group, username, partition in rows
     ]
+
+
+def _when(epoch: float) -> datetime:
+    return datetime.fromtimestamp(round(epoch), UTC)
 
 
 def usage_report(user, window: core.Window, dimension: str, filters: Filters = Filters(), *, now: datetime):

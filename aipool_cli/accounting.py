@@ -76,9 +76,7 @@ def budget_csv(data: dict) -> str:
 
 @click.command("sreport")
 @click.argument("report", type=click.Choice(REPORTS), default="group")
-@click.option(
-    "-S", "--start", metavar="TIME", help="Window start: 2026-03-01, 2026-03-01T08:00, -7d (UTC) [-7d]"
-)
+@click.option("-S", "--start", metavar="TIME", help="Window start: 2026-03-01, 2026-03-01T08:00, -7d (UTC) [-7d]")
 @click.option("-E", "--end", metavar="TIME", help="Window end, as --start [now]")
 @click.option("-A", "--account", "group", metavar="GROUP", help="Only this group and its subgroups")
 @click.option("--tenant", metavar="TENANT", help="Only this tenant")

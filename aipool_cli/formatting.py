@@ -221,6 +221,27 @@ def queue_table(jobs: Iterable[dict], now: datetime | None = None) -> str:
     return table(QUEUE_HEADERS, [queue_row(j, now) for j in jobs], right={0, 5, 6})
 
 
+SPRIO_HEADERS = ("JOBID", "PRIORITY", "AGE", "FAIRSHARE", "JOBSIZE", "PARTITION", "ACCOUNT")
+SPRIO_FACTORS = ("age", "fairshare", "job_size", "partition")
+
+
+def sprio_row(entry: dict) -> list[str]:
+    factors = entry.get("factors") if isinstance(entry.get("factors"), dict) else {}
+    values = []
+    for name in SPRIO_FACTORS:
+        factor = factors.get(name) if isinstance(factors.get(name), dict) else {}
+        value = factor.get("value")
+        values.append(f"{value:.0f}" if isinstance(value, int | float) else "")
+    fairshare = entry.get("fairshare") if isinstance(entry.get("fairshare"), dict) else {}
+    account = name_of(fairshare.get("association"))
+    return [name_of(entry.get("job_id")), name_of(entry.get("priority")), *values, account]
+
+
+def sprio_table(entries: Iterable[dict]) -> str:
+    """``sprio``: per pending job its total priority and each factor's weighted points (like ``sprio -l``)."""
+    return table(SPRIO_HEADERS, [sprio_row(e) for e in entries], right={0, 1, 2, 3, 4, 5})
+
+
 def tres_text(value) -> str:
     if isinstance(value, dict):
         return ",".join(f"{k}={_scalar(v)}" for k, v in value.items()) or "(none)"

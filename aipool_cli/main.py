@@ -158,6 +158,12 @@ def submit_options(func):
         click.option("--runtime", metavar="NAME", help="Software runtime, e.g. ai-suite/2.1."),
         click.option("--idempotency-key", envvar="AIPOOL_IDEMPOTENCY_KEY", metavar="KEY",
                      help="Submit at most once per key (retries return the same job) [env AIPOOL_IDEMPOTENCY_KEY]."),
+        click.option("--input", "inputs", multiple=True, metavar="REF[=NAME]",
+                     help="A model or dataset version to read, e.g. model:acme/llama@production or "
+                          "dataset:acme/corpus@3=TRAIN (NAME: its AIPOOL_*_<NAME>_PATH); repeatable."),
+        click.option("--output", "outputs", multiple=True, metavar="REF[,checkpoint=DIR][,alias=A][,as=NAME]",
+                     help="Publish what the job leaves in AIPOOL_OUTPUT_<NAME>_PATH as a new version on success, "
+                          "e.g. model:acme/llama-ft,alias=candidate; repeatable."),
         click.option("--wrap", metavar="CMD", help="Run this shell command instead of a script."),
         click.argument("script", required=False, type=click.Path(dir_okay=False, allow_dash=True, exists=True)),
     ]  # fmt: skip
@@ -181,6 +187,8 @@ def _submit(ctx: click.Context, client: Client, params: dict) -> dict:
         switches=params["switches"],
         exports=list(params["exports"]),
         runtime=params["runtime"],
+        inputs=list(params.get("inputs") or ()),
+        outputs=list(params.get("outputs") or ()),
         wrap=params["wrap"],
         script_path=params["script"],
     )
@@ -610,6 +618,28 @@ def cancel(ctx, job_ids: tuple[str, ...], as_json: bool) -> None:
     if want_json(ctx, as_json):
         emit_json(results[0] if len(job_ids) == 1 and results else results)
     ctx.exit(failed)
+
+
+@cli.command()
+@click.option("-j", "--jobs", "job_ids", metavar="ID[,ID…]", help="Only these jobs (any state they are in).")
+@click.option("-A", "--account", "group", metavar="GROUP", help="Only this group's pending jobs.")
+@click.option("-p", "--partition", metavar="PART", help="Only this partition's pending jobs.")
+@click.option("-u", "--user", metavar="USER", help="Only this user's pending jobs (default: everyone's you may see).")
+@json_option
+@click.pass_context
+def sprio(ctx, job_ids: str | None, group, partition, user, as_json: bool) -> None:
+    """Pending jobs' priorities like sprio: the total and each factor's points, highest priority first."""
+    client = get_client(ctx)
+    if job_ids:
+        ids = [i.strip() for i in job_ids.split(",") if i.strip()]
+        entries = [job_call(client, "GET", job_id, "priority/") for job_id in ids]
+    else:
+        params = {"group": group, "partition": partition, "user": user}
+        entries = list(client.paginate("jobs/priorities/", {k: v for k, v in params.items() if v}))
+    if want_json(ctx, as_json):
+        emit_json(entries)
+    else:
+        click.echo(fmt.sprio_table(entries))
 
 
 # --- quota / me ------------------------------------------------------------------------------------------------

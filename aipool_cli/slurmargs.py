@@ -258,6 +258,8 @@ class SubmitArgs:
     switches: str | None = None
     exports: list[str] = field(default_factory=list)
     runtime: str | None = None
+    inputs: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
     wrap: str | None = None
     script_path: str | None = None
     script_text: str | None = None
@@ -317,4 +319,49 @@ def build_job_body(args: SubmitArgs, environ: Mapping[str, str] | None = None) -
         body["environment"] = environment
     if args.runtime:
         body["runtime"] = args.runtime
+    if args.inputs:
+        body["inputs"] = [parse_input(text) for text in args.inputs]
+    if args.outputs:
+        body["outputs"] = [parse_output(text) for text in args.outputs]
     return body
+
+
+def parse_input(text: str) -> str | dict:
+    """``--input model:acme/llama@3`` → the reference as the API takes it; ``REF=NAME`` also names its variable.
+
+    The reference itself is checked by the server (400 with the field's message), which knows the names."""
+    ref, _, name = text.strip().partition("=")
+    ref, name = ref.strip(), name.strip()
+    if not ref:
+        raise SlurmArgError(f"--input needs a reference such as model:acme/llama@production, got {text!r}")
+    if "=" in text and not name:
+        raise SlurmArgError(f"--input {text!r}: give a name after '=', e.g. dataset:acme/corpus@3=TRAIN")
+    return {"ref": ref, "as": name} if name else ref
+
+
+OUTPUT_KEYS = {"checkpoint": "checkpoint", "alias": "aliases", "aliases": "aliases", "as": "as"}
+
+
+def parse_output(text: str) -> dict:
+    """``--output model:acme/llama-ft,checkpoint=final,alias=candidate,as=FT`` → the API's output object."""
+    ref, *options = [part.strip() for part in text.split(",")]
+    if not ref or "=" in ref:
+        raise SlurmArgError(f"--output needs a reference first, such as model:acme/llama-ft, got {text!r}")
+    if "/" not in ref:
+        # sbatch's --output names the log file; here it names where the job's results are published.
+        raise SlurmArgError(
+            f"--output {text!r}: expected a model or dataset such as model:acme/llama-ft "
+            "(the job's own output is read with `aipool logs`)"
+        )
+    output: dict = {"ref": ref}
+    for option in options:
+        key, _, value = option.partition("=")
+        field_name = OUTPUT_KEYS.get(key.strip().lower())
+        if field_name is None or not value.strip():
+            known = ", ".join(f"{k}=…" for k in ("checkpoint", "alias", "as"))
+            raise SlurmArgError(f"--output {text!r}: unknown or empty option {option!r} (known: {known})")
+        if field_name == "aliases":
+            output.setdefault("aliases", []).append(value.strip())
+        else:
+            output[field_name] = value.strip()
+    return output

@@ -237,7 +237,8 @@ class TenantSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Tenant
-        fields = ["id", "name", "description", "role", "limits", "limits_display", "created_at"]
+        fields = ["id", "name", "description", "role", "shares", "limits", "limits_display", "created_at"]
+        extra_kwargs = {"shares": {"help_text": "Fairshare against the other tenants (sacctmgr Fairshare)"}}
 
     @extend_schema_field(serializers.ChoiceField(choices=Role.choices, allow_null=True))
     def get_role(self, tenant) -> str | None:
@@ -256,12 +257,18 @@ class TenantSerializer(serializers.ModelSerializer):
 class TenantCreateSerializer(serializers.Serializer):
     name = serializers.SlugField(max_length=64)
     description = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    shares = serializers.IntegerField(
+        min_value=1, max_value=2**31 - 1, required=False, default=1, help_text="Fairshare (default 1)"
+    )
     limits = LimitChangesField(required=False)
 
 
 @extend_schema_serializer(examples=examples.TENANT_UPDATE)
 class TenantUpdateSerializer(serializers.Serializer):
-    limits = LimitChangesField()
+    limits = LimitChangesField(required=False)
+    shares = serializers.IntegerField(
+        min_value=1, max_value=2**31 - 1, required=False, help_text="Fairshare against the other tenants"
+    )
 
 
 @extend_schema_serializer(examples=examples.GROUP)
@@ -493,6 +500,9 @@ class JobSerializer(serializers.ModelSerializer):
     runtime = serializers.CharField(source="runtime.name", allow_null=True, default=None)
     nodelist = serializers.ListField(child=serializers.CharField())
     switches = serializers.ListField(child=serializers.CharField())
+    priority = serializers.IntegerField(
+        read_only=True, help_text="Multifactor priority at the last scheduling pass (sprio; GET jobs/{id}/priority/)"
+    )
 
     class Meta:
         model = Job
@@ -515,6 +525,7 @@ class JobSerializer(serializers.ModelSerializer):
             "runtime",
             "state",
             "reason",
+            "priority",
             "exit_code",
             "submitted_at",
             "started_at",
@@ -676,3 +687,36 @@ class TokenCreatedSerializer(TokenSerializer):
 
     class Meta(TokenSerializer.Meta):
         fields = [*TokenSerializer.Meta.fields, "token"]
+
+
+# --- priorities (sprio) ----------------------------------------------------------------------------------------------
+
+
+class PriorityFactorSerializer(serializers.Serializer):
+    factor = serializers.FloatField(help_text="0..1")
+    weight = serializers.IntegerField(help_text="PriorityWeight* of this factor")
+    value = serializers.FloatField(help_text="factor x weight: the points it adds")
+
+
+class PriorityFactorsSerializer(serializers.Serializer):
+    age = PriorityFactorSerializer()
+    fairshare = PriorityFactorSerializer()
+    job_size = PriorityFactorSerializer()
+    partition = PriorityFactorSerializer()
+
+
+class FairShareUsageSerializer(serializers.Serializer):
+    association = serializers.CharField()
+    usage = serializers.FloatField(help_text="decayed usage, accelerator-seconds")
+    tenant_usage = serializers.FloatField()
+    half_life_seconds = serializers.FloatField()
+
+
+@extend_schema_serializer(examples=examples.PRIORITY)
+class JobPrioritySerializer(serializers.Serializer):
+    """``sprio -l``: a job's multifactor priority now, factor by factor."""
+
+    job_id = serializers.IntegerField()
+    priority = serializers.IntegerField(help_text="the sum of the factors' values")
+    factors = PriorityFactorsSerializer(help_text="age, fairshare, job_size, partition")
+    fairshare = FairShareUsageSerializer()

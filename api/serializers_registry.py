@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from django.urls import reverse
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
+from api import serializers_registry_examples as examples
 from api.serializers import ScopedSlugField
 from registry import fit
 from registry.models import (
@@ -54,6 +55,7 @@ class CardFieldsSerializer(serializers.Serializer):
     source_url = serializers.URLField(max_length=300, required=False, allow_blank=True)
 
 
+@extend_schema_serializer(examples=examples.COLLECTION)
 class CollectionSerializer(serializers.ModelSerializer):
     full_name = serializers.CharField()
     tenant = serializers.CharField(source="tenant.name", allow_null=True, default=None)
@@ -114,11 +116,13 @@ class CollectionSerializer(serializers.ModelSerializer):
         return page_path(collection)
 
 
+@extend_schema_serializer(examples=examples.COLLECTION_DETAIL)
 class CollectionDetailSerializer(CollectionSerializer):
     class Meta(CollectionSerializer.Meta):
         fields = [*CollectionSerializer.Meta.fields, "card"]
 
 
+@extend_schema_serializer(examples=examples.COLLECTION_CREATE)
 class CollectionCreateSerializer(CardFieldsSerializer):
     name = serializers.CharField(max_length=128, help_text="e.g. llama-ft; the full name is <tenant>/<name>")
     group = ScopedSlugField(
@@ -129,6 +133,7 @@ class CollectionCreateSerializer(CardFieldsSerializer):
     replicas = serializers.IntegerField(min_value=1, max_value=32, default=1)
 
 
+@extend_schema_serializer(examples=examples.COLLECTION_UPDATE)
 class CollectionUpdateSerializer(CardFieldsSerializer):
     visibility = serializers.ChoiceField(choices=Visibility.choices, required=False)
     replicas = serializers.IntegerField(min_value=1, max_value=32, required=False)
@@ -153,6 +158,7 @@ class LineageSerializer(serializers.Serializer):
     parents = VersionRefSerializer(many=True, help_text="Input versions of that job, or the copied version")
 
 
+@extend_schema_serializer(examples=examples.VERSION)
 class VersionSerializer(serializers.ModelSerializer):
     collection = serializers.IntegerField(source="collection_id")
     ref = serializers.SerializerMethodField(help_text="model:NAMESPACE/NAME@NUMBER")
@@ -207,6 +213,7 @@ class VersionSerializer(serializers.ModelSerializer):
         }
 
 
+@extend_schema_serializer(examples=examples.VERSION_CREATE)
 class VersionCreateSerializer(serializers.Serializer):
     message = serializers.CharField(max_length=300, required=False, allow_blank=True, default="")
 
@@ -229,10 +236,12 @@ class AliasListField(serializers.ListField):
         return names
 
 
+@extend_schema_serializer(examples=examples.VERSION_PUBLISH)
 class VersionPublishSerializer(serializers.Serializer):
     aliases = AliasListField(required=False, default=list, max_length=20, help_text='e.g. ["production"]')
 
 
+@extend_schema_serializer(examples=examples.ALIAS_SET)
 class AliasSetSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=64, help_text="e.g. production")
     version = serializers.IntegerField(
@@ -246,6 +255,7 @@ class AliasSetSerializer(serializers.Serializer):
             raise serializers.ValidationError(str(exc)) from exc
 
 
+@extend_schema_serializer(examples=examples.VERSION_COPY)
 class VersionCopySerializer(serializers.Serializer):
     to = serializers.CharField(max_length=300, help_text="model:NAMESPACE/NAME or dataset:NAMESPACE/NAME")
     message = serializers.CharField(max_length=300, required=False, allow_blank=True, default="")
@@ -270,6 +280,7 @@ class ReplicaSerializer(serializers.ModelSerializer):
         fields = ["location", "state", "verified_at", "checked_at", "repaired_at", "detail"]
 
 
+@extend_schema_serializer(examples=examples.FILE)
 class FileSerializer(serializers.ModelSerializer):
     version = serializers.IntegerField(source="version_id")
     download = serializers.SerializerMethodField(help_text="Download URL (Range requests supported)")
@@ -322,12 +333,14 @@ class FilePutQuerySerializer(serializers.Serializer):
     sha256 = Sha256Field()
 
 
+@extend_schema_serializer(examples=examples.UPLOAD_CREATE)
 class UploadCreateSerializer(serializers.Serializer):
     path = PathField()
     size = serializers.IntegerField(min_value=0, max_value=MAX_BIG, help_text="Bytes the upload will carry")
     sha256 = Sha256Field()
 
 
+@extend_schema_serializer(examples=examples.UPLOAD)
 class UploadSerializer(serializers.ModelSerializer):
     version = serializers.IntegerField(source="version_id")
     state = serializers.ChoiceField(choices=UploadState.choices)
@@ -370,6 +383,7 @@ class GroupFitSerializer(serializers.Serializer):
     message = serializers.CharField()
 
 
+@extend_schema_serializer(examples=examples.FIT)
 class FitSerializer(serializers.Serializer):
     model = serializers.CharField()
     parameters = serializers.IntegerField()
@@ -380,6 +394,7 @@ class FitSerializer(serializers.Serializer):
 # --- storage quota ----------------------------------------------------------------------------------------------------
 
 
+@extend_schema_serializer(examples=examples.STORAGE)
 class StorageSerializer(serializers.Serializer):
     id = serializers.IntegerField(help_text="The group's id")
     group = serializers.CharField()
@@ -400,6 +415,7 @@ def storage_row(group, numbers: dict) -> dict:
     }
 
 
+@extend_schema_serializer(examples=examples.STORAGE_UPDATE)
 class StorageUpdateSerializer(serializers.Serializer):
     limit = serializers.CharField(allow_null=True, max_length=32, help_text='e.g. "500G", "2T"; null: no limit')
 

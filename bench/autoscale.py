@@ -4,9 +4,10 @@
 
 - default: one replay with the default settings (docs/autoscaling.md), its full report, and how long a replay takes
   (median of 5).
-- sweep: min replicas x target x cold start; for each, the saving against a fixed fleet at the autoscaler's peak
-  (the seed's comparison), the share of requests within the SLO, and the saving against the smallest fixed fleet
-  that is as good on the SLO. Then the settings closest to the seed's claimed 46% saving.
+- sweep: min replicas x target x cold start x stable window; for each, the saving against a fixed fleet provisioned
+  for the busiest second (the seed's comparison), the share of requests within the SLO, and the saving against the
+  smallest fixed fleet that is as good on the SLO. Then the settings closest to the seed's claimed 46% saving.
+- delays: Knative's scale-down delay (0, 120, 300 s) against the same baselines.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ def main(argv: list[str]) -> None:
     print(f"replay time: median {statistics.median(timings) * 1000:.0f} ms for {len(arrivals)} requests")
     print()
     _sweep(arrivals, args.quick)
+    print()
+    _delays(arrivals, args.quick)
 
 
 def _sweep(arrivals: list[float], quick: bool) -> None:
@@ -90,3 +93,17 @@ def _sweep(arrivals: list[float], quick: bool) -> None:
         )
     else:
         print("no setting of the sweep serves 99% of requests within the SLO")
+
+
+def _delays(arrivals: list[float], quick: bool) -> None:
+    """Knative's scale-down delay: do recurring bursts find their replicas still warm, and at what cost?"""
+    print("scale-down delay (min 2, stable window 60 s):")
+    print(f"{'target':>8}{'cold s':>8}{'delay s':>9}{'replica-h':>11}{'within SLO':>12}{'saved at = SLO':>16}")
+    for target, cold, delay in itertools.product((3.0, 4.0), (5.0, 30.0), (0.0,) if quick else (0.0, 120.0, 300.0)):
+        policy = Policy(scale_down_delay_s=delay)
+        settings = ReplaySettings(min_replicas=2, max_replicas=40, target=target, cold_start_s=cold, policy=policy)
+        report = replay(arrivals, settings)
+        print(
+            f"{target:>8g}{cold:>8g}{delay:>9g}{report.autoscaled.replica_hours:>11.2f}"
+            f"{report.autoscaled.within_slo:>12.2%}{report.saving_at_equal_slo:>16.1%}"
+        )

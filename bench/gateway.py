@@ -8,7 +8,9 @@ asyncio load generator (aiohttp client; wrk is used instead when it is installed
 times; the medians are printed.
 
 - latency: one connection, one request at a time: the median and p99 of a request, and the gateway's added median.
-- throughput: `concurrency` connections for `duration` seconds: requests per second through each path.
+- throughput: `concurrency` connections for `duration` seconds: requests per second through each path, and the CPU
+  time the server process (replica, or gateway) spent per request, read from /proc: on a machine shared with other
+  work, wall-clock throughput measures the neighbours too, CPU per request much less.
 """
 
 from __future__ import annotations
@@ -139,7 +141,21 @@ def _wait_for(port: int, timeout: float = 20.0) -> None:
     raise RuntimeError(f"nothing listens on {port} after {timeout:g} s")
 
 
-def _measure(url: str, concurrency: int, duration: float) -> dict:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process: on a shared machine, cost per request is steadier than wall time."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _measure(url: str, concurrency: int, duration: float, server_pid: int | None = None) -> dict:
+    before = cpu_seconds(server_pid) if server_pid else 0.0
+    result = _measure_once(url, concurrency, duration)
+    if server_pid and result.get("requests"):
+        result["cpu_us_per_request"] = (cpu_seconds(server_pid) - before) / result["requests"] * 1e6
+    return result
+
+
+def _measure_once(url: str, concurrency: int, duration: float) -> dict:
     if shutil.which("wrk") and concurrency > 1:
         return _wrk(url, concurrency, duration)
     code = f"from bench.gateway import load; load({url!r}, {concurrency}, {duration})"
@@ -164,9 +180,10 @@ def _wrk(url: str, concurrency: int, duration: float) -> dict:
     finally:
         script.unlink(missing_ok=True)
     rps = float(next(line.split()[1] for line in out.splitlines() if line.startswith("Requests/sec")))
+    requests = int(next(line.split()[0] for line in out.splitlines() if " requests in " in line))
     p50 = next(line.split()[1] for line in out.splitlines() if line.strip().startswith("50%"))
     p99 = next(line.split()[1] for line in out.splitlines() if line.strip().startswith("99%"))
-    return {"rps": rps, "p50_ms": _ms(p50), "p99_ms": _ms(p99), "requests": None, "errors": 0}
+    return {"rps": rps, "p50_ms": _ms(p50), "p99_ms": _ms(p99), "requests": requests, "errors": 0}
 
 
 def _ms(text: str) -> float:
@@ -196,10 +213,10 @@ def main(argv: list[str]) -> None:
         direct_url = f"http://127.0.0.1:{replica_port}/v1/predict"
         gateway_url = f"http://127.0.0.1:{gateway_port}/serve/bench/svc/v1/predict"
         results = {}
-        for name, url in (("direct", direct_url), ("gateway", gateway_url)):
+        for name, url, pid in (("direct", direct_url, replica.pid), ("gateway", gateway_url, gateway.pid)):
             results[name] = {
                 "latency": [_measure(url, 1, args.duration) for _ in range(args.repeats)],
-                "throughput": [_measure(url, args.concurrency, args.duration) for _ in range(args.repeats)],
+                "throughput": [_measure(url, args.concurrency, args.duration, pid) for _ in range(args.repeats)],
             }
         _print(results, args)
     finally:
@@ -215,13 +232,18 @@ def _median(runs: list[dict], key: str) -> float:
 def _print(results: dict, args) -> None:
     tool = "wrk" if shutil.which("wrk") else "asyncio/aiohttp load generator"
     print(f"gateway overhead ({tool}; medians of {args.repeats} run(s) of {args.duration:g} s)")
-    print(f"{'path':<10}{'p50 ms (1 conn)':>17}{'p99 ms (1 conn)':>17}{f'req/s ({args.concurrency} conn)':>20}")
+    print(
+        f"{'path':<10}{'p50 ms (1 conn)':>17}{'p99 ms (1 conn)':>17}{f'req/s ({args.concurrency} conn)':>20}"
+        f"{'server CPU us/req':>19}"
+    )
     for name in ("direct", "gateway"):
         latency, throughput = results[name]["latency"], results[name]["throughput"]
         print(
             f"{name:<10}{_median(latency, 'p50_ms'):>17.3f}{_median(latency, 'p99_ms'):>17.3f}"
-            f"{_median(throughput, 'rps'):>20.0f}"
+            f"{_median(throughput, 'rps'):>20.0f}{_median(throughput, 'cpu_us_per_request'):>19.0f}"
         )
     added = _median(results["gateway"]["latency"], "p50_ms") - _median(results["direct"]["latency"], "p50_ms")
     ratio = _median(results["gateway"]["throughput"], "rps") / _median(results["direct"]["throughput"], "rps")
     print(f"added median latency: {added:.3f} ms; throughput through the gateway: {ratio:.0%} of direct")
+    gateway_cpu = _median(results["gateway"]["throughput"], "cpu_us_per_request")
+    print(f"the gateway's own CPU per request: {gateway_cpu:.0f} us, i.e. about {1e6 / gateway_cpu:.0f} req/s per core")

@@ -20,6 +20,7 @@ BLOCKED_PREFIX = "scale-up blocked: "
 def run_autoscaler(*, now: float, policy: Policy | None = None) -> dict[int, int]:
     """Decide for every service that scales; returns service id → desired replicas for those decided now."""
     policy = policy or conf.autoscale_policy()
+    services.purge_traffic(keep_seconds=conf.traffic_keep_seconds(), now=now)
     targets = autoscale_inputs()
     if not targets:
         return {}
@@ -30,24 +31,32 @@ def run_autoscaler(*, now: float, policy: Policy | None = None) -> dict[int, int
     min_gap = conf.autoscale_seconds() / 2
     decided = {}
     for target in targets:
-        state = services.claim_decision(service_id=target.service_id, now=now, min_gap_s=min_gap)
-        if state is None:
+        try:
+            desired = _decide_one(target, stable[target.service_id], panic[target.service_id], now, policy, min_gap)
+        except Exception:  # one service's trouble must not stop the others from scaling
+            log.exception("autoscaling service %s failed", target.service_id)
             continue
-        inputs = _inputs(target, stable[target.service_id], panic[target.service_id], now)
-        decision = decide(inputs, state, policy)
-        service_scale(
-            service_id=target.service_id,
-            desired=decision.desired,
-            wanted=decision.wanted,
-            reason=decision.reason,
-            inputs=decision.inputs_json(),
-            blocked_by_quota=decision.blocked_by_quota,
-            blocked_message=decision.blocked_message.removeprefix(BLOCKED_PREFIX),
-        )
-        services.save_scaler_state(service_id=target.service_id, state=decision.state)
-        decided[target.service_id] = decision.desired
-    services.purge_traffic(keep_seconds=conf.traffic_keep_seconds(), now=now)
+        if desired is not None:
+            decided[target.service_id] = desired
     return decided
+
+
+def _decide_one(target: AutoscaleTarget, stable, panic, now: float, policy: Policy, min_gap: float) -> int | None:
+    state = services.claim_decision(service_id=target.service_id, now=now, min_gap_s=min_gap)
+    if state is None:
+        return None
+    decision = decide(_inputs(target, stable, panic, now), state, policy)
+    service_scale(
+        service_id=target.service_id,
+        desired=decision.desired,
+        wanted=decision.wanted,
+        reason=decision.reason,
+        inputs=decision.inputs_json(),
+        blocked_by_quota=decision.blocked_by_quota,
+        blocked_message=decision.blocked_message.removeprefix(BLOCKED_PREFIX),
+    )
+    services.save_scaler_state(service_id=target.service_id, state=decision.state)
+    return decision.desired
 
 
 def _inputs(target: AutoscaleTarget, stable: selectors.Observed, panic: selectors.Observed, now: float) -> Inputs:

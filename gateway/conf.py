@@ -47,5 +47,16 @@ def autoscale_policy():
     return Policy(
         stable_window_s=float(env_int("AIPOOL_AUTOSCALE_STABLE_WINDOW", 60)),
         panic_window_s=float(env_int("AIPOOL_AUTOSCALE_PANIC_WINDOW", 6)),
-        max_scale_down_rate=float(env_str("AIPOOL_AUTOSCALE_SCALE_DOWN_RATE", "2")),
+        max_scale_down_rate=_env_float("AIPOOL_AUTOSCALE_SCALE_DOWN_RATE", 2.0),
+        scale_down_delay_s=_env_float("AIPOOL_AUTOSCALE_SCALE_DOWN_DELAY", 0.0),
     )
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = env_str(name)
+    if raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number, got {raw!r}") from None

@@ -53,6 +53,7 @@ class AutoscalerState(models.Model):
     panic_since = models.FloatField(null=True, blank=True, help_text="Unix time panic began; empty: not panicking")
     panic_last_over = models.FloatField(null=True, blank=True, help_text="Last time the panic condition held")
     panic_max = models.PositiveIntegerField(default=0)
+    recent = models.JSONField(default=list, blank=True, help_text="[[time, replicas], …] within the scale-down delay")
     decided_at = models.FloatField(default=0.0, help_text="Unix time of the last decision")
 
     objects = ThroughServiceQuerySet.as_manager()

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import aiohttp
 from aiohttp import web
+from multidict import CIMultiDict
 from yarl import URL
 
 from gateway.metrics import Recorder, TrafficRow
@@ -60,8 +61,15 @@ DROPPED_REQUEST_HEADERS = frozenset(
 DROPPED_RESPONSE_HEADERS = frozenset(
     h.lower() for h in ("Connection", "Keep-Alive", "Transfer-Encoding", "Upgrade", "Content-Length", "Trailer")
 )
-# Failures where the replica is gone (refused, reset, closed before an answer), as opposed to slow.
-REPLICA_GONE = (aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)
+# Failures where the replica is gone (refused, unreachable, reset, closed before an answer), as opposed to slow.
+REPLICA_GONE = (
+    aiohttp.ClientConnectorError,
+    aiohttp.ConnectionTimeoutError,
+    aiohttp.ServerDisconnectedError,
+    aiohttp.ClientOSError,
+)
+# ...and of those, the ones where no request reached it: proof that it is gone, not merely closing a connection.
+NEVER_CONNECTED = (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError)
 
 
 @dataclass(frozen=True)
@@ -69,6 +77,7 @@ class Options:
     refresh_s: float = 1.0  # how often the routing table is read again
     flush_s: float = 1.0  # how often finished seconds of traffic are written
     timeout_s: float = 60.0  # one attempt at one replica
+    connect_timeout_s: float = 2.0
     attempts: int = 3  # replicas tried for one request when they are gone
     max_body_bytes: int = 64 * 1024 * 1024
     suspect_hold_s: float = 5.0  # how long a replica that refused is skipped
@@ -132,6 +141,7 @@ class Gateway:
         app.router.add_route("*", "/serve/{tenant}/{service}/{tail:.*}", self.serve)
         app.router.add_route("*", "/serve/{tenant}/{service}", self.serve)
         app.router.add_get("/healthz", self.health)
+        app.router.add_route("*", "/{tail:.*}", self.elsewhere)
         app.on_startup.append(self._start)
         app.on_cleanup.append(self._stop)
         return app
@@ -141,7 +151,8 @@ class Gateway:
             # Idle connections are dropped before replicas drop them (the model server: after 5 s), so a request is
             # seldom sent on a connection the replica is closing at that moment.
             connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=4),
-            timeout=aiohttp.ClientTimeout(total=self.options.timeout_s),
+            # A replica on a host that went away does not refuse, it never answers: give up connecting quickly.
+            timeout=aiohttp.ClientTimeout(total=self.options.timeout_s, sock_connect=self.options.connect_timeout_s),
             auto_decompress=False,
         )
         await self.refresh()
@@ -198,8 +209,15 @@ class Gateway:
     # --- requests -----------------------------------------------------------------------------------------------
 
     async def health(self, request: web.Request) -> web.Response:
-        age = None if self.table_read_at is None else round(self.clock() - self.table_read_at, 3)
-        return web.json_response({"status": "ok", "services": len(self.table.routes), "table_age_s": age})
+        # Public like every path of the gateway: how fresh the routing table is, nothing about anyone's services.
+        if self.table_read_at is None:
+            return web.json_response({"status": "starting", "table_age_s": None}, status=503)
+        return web.json_response({"status": "ok", "table_age_s": round(self.clock() - self.table_read_at, 3)})
+
+    async def elsewhere(self, request: web.Request) -> web.Response:
+        return error_response(
+            404, "not_found", f"no gateway endpoint at {request.path}; use /serve/<tenant>/<service>/"
+        )
 
     async def serve(self, request: web.Request) -> web.StreamResponse:
         raw = key_from(request)
@@ -232,7 +250,8 @@ class Gateway:
         except web.HTTPRequestEntityTooLarge:
             return error_response(413, "validation_error", f"request body over {self.options.max_body_bytes} bytes")
         tail = request.match_info.get("tail", "")
-        headers = {k: v for k, v in request.headers.items() if k.lower() not in DROPPED_REQUEST_HEADERS}
+        # A multidict: a header sent twice is forwarded twice.
+        headers = CIMultiDict((k, v) for k, v in request.headers.items() if k.lower() not in DROPPED_REQUEST_HEADERS)
         headers["X-Forwarded-For"] = request.remote or ""
         headers["X-Forwarded-Prefix"] = f"/serve/{route.tenant}/{route.service}"
         tried: set[int] = set()
@@ -248,7 +267,7 @@ class Gateway:
             try:
                 return await self._attempt(request.method, f"{base.rstrip('/')}/{tail}", request, headers, body)
             except REPLICA_GONE as exc:
-                self._replica_gone(replica_id, exc, refused=isinstance(exc, aiohttp.ClientConnectorError))
+                self._replica_gone(replica_id, exc, refused=isinstance(exc, NEVER_CONNECTED))
             except TimeoutError:
                 # Slow, not gone: another attempt would double the load on a service that is already behind.
                 detail = f"the replica did not answer in {self.options.timeout_s:g} s"
@@ -267,7 +286,9 @@ class Gateway:
             method, target, headers=headers, data=body or None, allow_redirects=False
         ) as upstream:
             payload = await upstream.read()
-            out_headers = {k: v for k, v in upstream.headers.items() if k.lower() not in DROPPED_RESPONSE_HEADERS}
+            out_headers = CIMultiDict(
+                (k, v) for k, v in upstream.headers.items() if k.lower() not in DROPPED_RESPONSE_HEADERS
+            )
             return web.Response(status=upstream.status, body=payload, headers=out_headers)
 
     def _replica_gone(self, replica_id: int, exc: Exception, *, refused: bool) -> None:

@@ -65,17 +65,26 @@ def claim_decision(*, service_id: int, now: float, min_gap_s: float) -> ScalerSt
 
     Two beat runs that overlap (a slow worker, a retried task) must not both apply a decision from the same state.
     """
-    AutoscalerState.objects.get_or_create(service_id=service_id)
     claimed = AutoscalerState.objects.filter(service_id=service_id, decided_at__lte=now - min_gap_s).update(
         decided_at=now
     )
     if not claimed:
-        return None
+        # Either decided moments ago, or never: the first run to create the row is the one that decides.
+        _, created = AutoscalerState.objects.get_or_create(service_id=service_id, defaults={"decided_at": now})
+        return ScalerState() if created else None
     row = AutoscalerState.objects.get(service_id=service_id)
-    return ScalerState(panic_since=row.panic_since, panic_last_over=row.panic_last_over, panic_max=row.panic_max)
+    return ScalerState(
+        panic_since=row.panic_since,
+        panic_last_over=row.panic_last_over,
+        panic_max=row.panic_max,
+        recent=tuple((float(t), int(n)) for t, n in row.recent or ()),
+    )
 
 
 def save_scaler_state(*, service_id: int, state: ScalerState) -> None:
     AutoscalerState.objects.filter(service_id=service_id).update(
-        panic_since=state.panic_since, panic_last_over=state.panic_last_over, panic_max=state.panic_max
+        panic_since=state.panic_since,
+        panic_last_over=state.panic_last_over,
+        panic_max=state.panic_max,
+        recent=[list(entry) for entry in state.recent],
     )

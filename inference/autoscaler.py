@@ -35,12 +35,17 @@ class Policy:
     panic_threshold: float = 2.0
     max_scale_down_rate: float = 2.0  # ready / 2 is the floor of one decision
     max_scale_up_rate: float = 1000.0  # ready x 1000 is the ceiling of one decision (Knative's default)
+    # Knative's scale-down-delay: a scale-down takes effect only once every decision of the last `delay` seconds
+    # agrees with it, so recurring bursts find their replicas still warm. 0: off (Knative's default).
+    scale_down_delay_s: float = 0.0
 
     def __post_init__(self):
         if not 0 < self.panic_window_s <= self.stable_window_s:
             raise ValueError("the panic window must be positive and no longer than the stable window")
         if self.panic_threshold <= 1 or self.max_scale_down_rate < 1 or self.max_scale_up_rate < 1:
             raise ValueError("panic_threshold must exceed 1; scale rates must be at least 1")
+        if self.scale_down_delay_s < 0:
+            raise ValueError("scale_down_delay_s cannot be negative")
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,7 @@ class ScalerState:
     panic_since: float | None = None
     panic_last_over: float | None = None  # the last time the panic condition held
     panic_max: int = 0
+    recent: tuple[tuple[float, int], ...] = ()  # (time, count) of the decisions within the scale-down delay
 
 
 @dataclass(frozen=True)
@@ -133,6 +139,14 @@ def decide(inputs: Inputs, state: ScalerState, policy: Policy | None = None) -> 
     desired, bound_note = _within_bounds(desired, inputs.min_replicas, inputs.max_replicas)
     if bound_note:
         notes.append(bound_note)
+    if policy.scale_down_delay_s > 0:
+        recent = tuple((t, n) for t, n in state.recent if inputs.now - t < policy.scale_down_delay_s)
+        recent += ((inputs.now, desired),)
+        state = replace(state, recent=recent)
+        held = max(n for _, n in recent)
+        if held > desired:
+            notes.append(f"held at {held} for the {policy.scale_down_delay_s:g} s scale-down delay")
+            desired = held
     desired, blocked_message = _within_quota(desired, inputs)
     if blocked_message:
         notes.append(blocked_message)
@@ -151,16 +165,14 @@ def decide(inputs: Inputs, state: ScalerState, policy: Policy | None = None) -> 
 
 def _next_panic_state(now: float, over: bool, state: ScalerState, policy: Policy) -> ScalerState:
     if over:
-        return ScalerState(
-            panic_since=state.panic_since if state.panic_since is not None else now,
-            panic_last_over=now,
-            panic_max=state.panic_max,
-        )
+        since = state.panic_since if state.panic_since is not None else now
+        return replace(state, panic_since=since, panic_last_over=now)
     if state.panic_since is None:
-        return ScalerState()
+        return replace(state, panic_last_over=None, panic_max=0)
     last_over = state.panic_last_over if state.panic_last_over is not None else state.panic_since
     if now - last_over >= policy.stable_window_s:
-        return ScalerState()  # calm for a whole stable window: back to the stable average
+        # Calm for a whole stable window: back to the stable average.
+        return replace(state, panic_since=None, panic_last_over=None, panic_max=0)
     return state
 
 

@@ -95,6 +95,8 @@ class Job(models.Model):
 
     state = models.CharField(max_length=16, choices=[(s.value, s.value) for s in JobState], default=JobState.PENDING)
     reason = models.CharField(max_length=64, default=Reason.NONE)
+    # Multifactor priority as the last scheduling pass computed it (priority is live; this copy makes it sortable).
+    priority = models.BigIntegerField(default=0)
     exit_code = models.IntegerField(null=True, blank=True)
     submitted_at = models.DateTimeField(auto_now_add=True)
     eligible_at = models.DateTimeField(null=True, blank=True)
@@ -122,6 +124,8 @@ class Job(models.Model):
             # a group whose jobs are all old (a scan down the primary key would pass a million newer rows first).
             models.Index(fields=["group", "-id"]),
             models.Index(fields=["group", "state", "-id"]),
+            # ?state=PENDING&ordering=-priority: the queue in the order the scheduler considers it.
+            models.Index(fields=["state", "-priority", "-id"]),
             models.Index(fields=["user", "-id"]),
             # Fair share bills runs that ended since the last usage update: a range scan, not a table scan.
             models.Index(fields=["ended_at"]),

@@ -33,6 +33,7 @@ from vocab.tres import ACCEL, CPU, MEM, NODE
 log = logging.getLogger(__name__)
 
 REASON_BATCH = 500  # ids per UPDATE: well under SQLite's bound-parameter limit
+PRIORITY_BATCH = 300  # jobs per bulk UPDATE: each takes three bound parameters (CASE WHEN id THEN value, IN list)
 BOOTSTRAP_HALF_LIVES = 10  # with no stored usage yet, bill runs that ended this far back (older ones weigh < 0.1%)
 
 
@@ -171,7 +172,7 @@ def _load_associations() -> tuple[dict[str, AssocLimits], dict[int, tuple[str, .
     tree: list[Association] = []
     for tenant in Tenant.objects.all():
         limits[tenant_key(tenant.pk)] = _assoc_limits(tenant)
-        tree.append(Association(tenant_key(tenant.pk), None, 1))
+        tree.append(Association(tenant_key(tenant.pk), None, tenant.shares))
     groups = list(Group.objects.all())
     by_name = {g.name: g for g in groups}
     chains: dict[int, tuple[str, ...]] = {}
@@ -372,18 +373,29 @@ def _save_fairshare_usage(lock: SchedulerLock, state: PoolState) -> None:
     lock.usage_decayed_at = state.now
 
 
-def load_queue(state: PoolState) -> tuple[list[JobRequest], dict[int, str]]:
-    """Pending jobs as requests with their priority now, and each one's recorded reason."""
+def load_queue(state: PoolState, stored: dict[int, int] | None = None) -> tuple[list[JobRequest], dict[int, str]]:
+    """Pending jobs as requests with their priority now, and each one's recorded reason. `stored`, when given, is
+    filled with each job's priority as the last pass saved it."""
     queue, reasons = [], {}
     prioritizer = Prioritizer(state.priority, state.ts, state.policy)
     # In submission order: the core's queue sort then only has to order by priority.
     with paused_gc():
-        for row in job_rows(Job.objects.pending().order_by("submitted_at", "id"), "reason"):
+        for row in job_rows(Job.objects.pending().order_by("submitted_at", "id"), "reason", "priority"):
             request = request_from_row(row, state.chains)
             request.priority = prioritizer.priority(request)
             queue.append(request)
             reasons[request.id] = row[14]
+            if stored is not None:
+                stored[request.id] = row[15]
     return queue, reasons
+
+
+def _save_priorities(queue: list[JobRequest], stored: dict[int, int]) -> int:
+    """Store the priorities that changed since the last pass (in the pass's transaction): one UPDATE per batch."""
+    changed = [Job(pk=job.id, priority=job.priority) for job in queue if stored.get(job.id) != job.priority]
+    if changed:
+        Job.objects.bulk_update(changed, ["priority"], batch_size=PRIORITY_BATCH)
+    return len(changed)
 
 
 # --- the pass --------------------------------------------------------------------------------------------------------
@@ -397,8 +409,10 @@ def run_pass() -> list[int]:
         SchedulerLock.objects.get_or_create(pk=1)
         lock = SchedulerLock.objects.select_for_update().get(pk=1)
         state = load_state(lock=lock)
-        queue, reasons = load_queue(state)
+        stored: dict[int, int] = {}
+        queue, reasons = load_queue(state, stored)
         started: list[int] = []
+        _save_priorities(queue, stored)
         if queue:
             decisions = schedule(
                 state.nodes,

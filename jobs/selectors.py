@@ -203,6 +203,16 @@ def priority_factors(job: Job) -> dict:
     return factors(job)
 
 
+def pending_priority_factors(jobs) -> list[dict]:
+    """``sprio -l``: `priority_factors` of each job, from one load of the pool's state."""
+    from jobs.explain import load_state
+    from jobs.explain import priority_factors as factors
+
+    jobs = list(jobs)
+    state = load_state() if jobs else None
+    return [factors(job, state) for job in jobs]
+
+
 def queue_priorities(jobs) -> dict[int, int]:
     """``squeue -o %Q``: job id → priority now, for a queryset of jobs, with a fixed number of queries."""
     from jobs.explain import queue_priorities as priorities

@@ -26,6 +26,7 @@ class IdleStretch:
     since: float
     until: float
     mean: float
+    after_busy: bool = False  # a busy point precedes it in the series; else it may reach back further than shown
 
     @property
     def minutes(self) -> float:
@@ -51,13 +52,16 @@ def trailing_stretch(series: list[tuple[float, float]], threshold: float) -> Idl
     A stretch of one point has no length yet: it begins at its first point and ends at its last.
     """
     idle: list[tuple[float, float]] = []
+    after_busy = False
     for at, value in reversed(series):
         if value >= threshold:
+            after_busy = True
             break
         idle.append((at, value))
     if not idle:
         return None
-    return IdleStretch(since=idle[-1][0], until=idle[0][0], mean=sum(v for _, v in idle) / len(idle))
+    mean = sum(v for _, v in idle) / len(idle)
+    return IdleStretch(since=idle[-1][0], until=idle[0][0], mean=mean, after_busy=after_busy)
 
 
 def decide(series: list[tuple[float, float]], episode: OpenEpisode | None, policy: Policy, now: float) -> Decision:
@@ -69,6 +73,9 @@ def decide(series: list[tuple[float, float]], episode: OpenEpisode | None, polic
             return Decision(NOTHING, stretch)
         cancel_at = now + policy.grace_minutes * 60 if policy.cancel else None
         return Decision(FLAG, stretch, cancel_at)
-    if episode.cancel_at is not None and now >= episode.cancel_at and stretch.since <= episode.flagged_at:
+    if stretch.after_busy and stretch.since > episode.flagged_at:
+        # It was busy in between (a pass that would have seen it was missed): that episode is over.
+        return Decision(END, stretch)
+    if episode.cancel_at is not None and now >= episode.cancel_at:
         return Decision(CANCEL, stretch)
     return Decision(NOTHING, stretch)

@@ -39,6 +39,12 @@ def sample_running_jobs(*, backend_for: Callable[[str], ClusterBackend] | None =
             log.warning("monitoring: job %s not sampled: %s", job.pk, exc)
             skipped += 1
             continue
+        except Exception:
+            # One job's unreadable counters (sstat refusing a step, a run directory half gone) must not cost every
+            # other job its sample.
+            log.exception("monitoring: job %s not sampled", job.pk)
+            skipped += 1
+            continue
         rows.extend(to_row(job.pk, point, RAW, period) for point in points)
     created = MetricSample.objects.bulk_create(rows, ignore_conflicts=True)
     return {"jobs": len(jobs), "samples": len(created), "skipped": skipped}

@@ -133,9 +133,13 @@ def cancel_idle(*, job: Job, episode: IdleEpisode, decision: idle.Decision, now:
 
 def _send_after_commit(job: Job, stretch: idle.IdleStretch, action: str) -> None:
     def send() -> None:
-        accelerators_idle.send_robust(
+        # A subscriber's failure (a mail server down) is logged, never undoes the monitor's own record.
+        results = accelerators_idle.send_robust(
             sender=IdleEpisode, job=job, minutes=int(stretch.minutes), utilisation=stretch.mean, action=action
         )
+        for receiver, outcome in results:
+            if isinstance(outcome, Exception):
+                log.error("accelerators_idle receiver %r failed for job %s: %s", receiver, job.pk, outcome)
 
     transaction.on_commit(send)
 

@@ -6,6 +6,7 @@ whose UPDATE moves ``attempts`` from n-1 to n sends attempt n.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from dataclasses import dataclass
@@ -41,6 +42,12 @@ def webhook_body(delivery: Delivery) -> bytes:
     return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
 
 
+@functools.cache
+def _http() -> httpx.Client:
+    """One client per worker process: building a TLS context per delivery costs more than the delivery."""
+    return httpx.Client(follow_redirects=False)
+
+
 def _post_webhook(delivery: Delivery) -> Outcome:
     body = webhook_body(delivery)
     timestamp = int(time.time())
@@ -53,13 +60,7 @@ def _post_webhook(delivery: Delivery) -> Outcome:
         signing.SIGNATURE_HEADER: signing.sign(delivery.endpoint.secret, timestamp, body),
     }
     try:
-        response = httpx.post(
-            delivery.endpoint.url,
-            content=body,
-            headers=headers,
-            timeout=config.timeout_seconds(),
-            follow_redirects=False,
-        )
+        response = _http().post(delivery.endpoint.url, content=body, headers=headers, timeout=config.timeout_seconds())
     except httpx.HTTPError as exc:
         return Outcome(False, None, f"{type(exc).__name__}: {exc}"[:ERROR_LENGTH])
     if 200 <= response.status_code < 300:

@@ -224,5 +224,8 @@ CELERY_BEAT_SCHEDULE |= {  # monitoring
     "monitor-celery-latency": {"task": "monitoring.tasks.send_latency_probe", "schedule": 30.0},
 }
 CELERY_BEAT_SCHEDULE |= {}  # accounting
-CELERY_BEAT_SCHEDULE |= {}  # notifications
+CELERY_BEAT_SCHEDULE |= {  # notifications
+    "notify-thresholds": {"task": "notifications.tasks.check_thresholds", "schedule": 60.0},
+    "notify-retry-stalled": {"task": "notifications.tasks.retry_stalled", "schedule": 60.0},
+}
 CELERY_BEAT_SCHEDULE |= {}  # simulation

@@ -118,6 +118,8 @@ def _duration(seconds: float) -> str:
 
 COLUMNS = (
     "policy",
+    "jobs",
+    "never ran",
     "avg JCT",
     "med JCT",
     "p99 JCT",
@@ -144,6 +146,8 @@ def rows(reports: Sequence[Report]) -> list[list[str]]:
         table.append(
             [
                 r.policy,
+                str(r.jobs),
+                str(r.never_started),
                 _duration(r.jct.mean),
                 _duration(r.jct.median),
                 _duration(r.jct.p99),

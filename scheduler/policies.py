@@ -100,7 +100,7 @@ class LearnedDuration(ReplayPolicy):
     def predicted(self, job: JobRequest, limit: float) -> float:
         value = self._predicted.get(job.id)
         if value is None:
-            # Fixed at the first pass that sees it, from what had ended by then: later ends do not reorder a waiting job.
+            # Fixed at the first pass that sees it, from what had ended by then: later ends never reorder a waiting job
             value = self._predicted[job.id] = self.predictor.predict(job.user, job.associations[-1], limit)
         return value
 

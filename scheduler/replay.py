@@ -224,6 +224,8 @@ class Simulation:
         self._free = {n.name: len(n.free_accelerators) if n.up else 0 for n in self.nodes}
         self._hist = Counter(self._free.values())
         self._reserved_at: list[float] = []
+        self._planned: dict[int, JobRequest] = {}
+        self._planned_ends: list[tuple[float, int]] = []  # jobs planned to end before they really do
         self._fairshare: dict[str, float] = {}
         self._fairshare_at: float | None = None
         self._rates: dict[tuple[str, ...], float] = {}
@@ -274,10 +276,7 @@ class Simulation:
         if strategy.uses_fairshare:
             self.context.fairshare = fairshare_factors(self.tree, self._decayed_usage(now))
         strategy.prioritize(queue, now, self.context, self.policy)
-        planned = []
-        for job in queue:
-            minutes = strategy.planned_minutes(job, now)
-            planned.append(job if minutes == job.time_limit else job.changed(time_limit=minutes))
+        planned = [self._as_planned(job, strategy.planned_minutes(job, now)) for job in queue]
         planner = strategy.planner_class(
             self.nodes, self.limits, self._usage, now, running=self._running_as_planned(), policy=self.policy
         )
@@ -291,16 +290,28 @@ class Simulation:
             self.decisions.append((now, decisions))
         return decisions
 
+    def _as_planned(self, job: JobRequest, minutes: int) -> JobRequest:
+        """The job as the core should plan it; copies are kept, a pass would otherwise make one per queued job."""
+        if minutes == job.time_limit:
+            return job
+        copy = self._planned.get(job.id)
+        if copy is None or copy.time_limit != minutes:
+            copy = self._planned[job.id] = job.changed(time_limit=minutes)
+        copy.priority = job.priority
+        return copy
+
     def _running_as_planned(self) -> list[RunningJob]:
-        runs = []
-        for live in self._running.values():
+        overdue = self._planned_ends
+        while overdue and overdue[0][0] <= self.now:
+            _, job_id = heapq.heappop(overdue)
+            live = self._running.get(job_id)
+            if live is None or live.end <= self.now:
+                continue
+            # Ran past its prediction: plan it to run as long again, never past its limit.
             run = live.run
-            if run.ends_at <= self.now < live.end:
-                # Ran past its prediction: plan it to run as long again, never past its limit.
-                limit_end = run.started_at + self.policy.duration(live.request.time_limit)
-                run.ends_at = min(limit_end, self.now + live.planned)
-            runs.append(run)
-        return runs
+            run.ends_at = min(run.started_at + self.policy.duration(live.request.time_limit), self.now + live.planned)
+            heapq.heappush(overdue, (run.ends_at, job_id))
+        return [live.run for live in self._running.values()]
 
     def _could_start(self) -> bool:
         """A pass can start nothing while fewer accelerators are free than the smallest request: skip it (a pass
@@ -343,6 +354,9 @@ class Simulation:
         ideal = pool.ideal_switches(request) if request.nodes > 1 else 1
         self._running[request.id] = _Live(request, run, end, self.policy.duration(planned.time_limit), switches, ideal)
         heapq.heappush(self._ends, (end, request.id))
+        self._planned.pop(request.id, None)
+        if run.ends_at < end:
+            heapq.heappush(self._planned_ends, (run.ends_at, request.id))
         for name, indices in allocation.items():
             self._move(name, -len(indices))
         charge(request, self._usage)

@@ -9,7 +9,9 @@ headroom a limit does not have.
 
 It leaves out holes: a slot taken from time T is busy from its previous free time, so estimates are upper bounds (the
 scheduler may backfill into a hole sooner). Per partition and demand, a heap of (free time, node) finds the node
-that frees first in O(log n); entries go stale when a node's slots change and are skipped lazily.
+that frees first in O(log n). Each node has one entry per heap, whose time may lag behind the node's: slots only ever
+free later, so a lagging entry is a lower bound and is raised when it reaches the top (a lazy increase-key). Committing
+a job touches no heap; pushing an entry per change and popping the stale ones made up a third of an explanation.
 """
 
 from __future__ import annotations
@@ -149,20 +151,24 @@ class NodeSlots:
         return min((top[0] for top in tops if top is not None), default=math.inf)
 
     def _peek(self, heap: list[tuple[float, int]], d: int) -> tuple[float, int] | None:
-        slots = self.slots
+        slots, replace = self.slots, heapq.heapreplace
         while heap:
             key, i = heap[0]
-            if slots[i][d - 1] == key:
+            actual = slots[i][d - 1]
+            if actual == key:
                 return heap[0]
-            heapq.heappop(heap)
+            replace(heap, (actual, i))
         return None
 
     def _smallest(self, heap: list[tuple[float, int]], d: int, count: int) -> list[tuple[float, int]]:
-        slots, valid = self.slots, []
+        slots, valid, replace, pop = self.slots, [], heapq.heapreplace, heapq.heappop
         while heap and len(valid) < count:
-            entry = heapq.heappop(heap)
-            if slots[entry[1]][d - 1] == entry[0]:
-                valid.append(entry)
+            key, i = heap[0]
+            actual = slots[i][d - 1]
+            if actual == key:
+                valid.append(pop(heap))
+            else:
+                replace(heap, (actual, i))
         for entry in valid:
             heapq.heappush(heap, entry)
         return valid
@@ -210,7 +216,7 @@ class NodeSlots:
 
     def commit(self, job: JobRequest, chosen: Iterable[int], end: float) -> None:
         """Hold the job's slots on the chosen nodes until `end` (the ones that free first)."""
-        slots, shapes, node_classes, push = self.slots, self.shapes, self.node_classes, heapq.heappush
+        slots, shapes = self.slots, self.shapes
         needs: dict[Shape, int] = {}
         for i in chosen:
             shape = shapes[i]
@@ -226,13 +232,8 @@ class NodeSlots:
                 new = [x if x > end else end for x in old]
             else:
                 new = sorted(old[need:] + [x if x > end else end for x in old[:need]])
+            # Times only grow, so the heaps' entries for this node become lower bounds: _peek raises them.
             slots[i] = new
-            for cls in node_classes[i]:
-                heaps = cls.heaps
-                for d in cls.built:
-                    key = new[d - 1]
-                    if key != old[d - 1]:
-                        push(heaps[d], (key, i))
 
 
 class _Headroom:

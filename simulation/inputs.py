@@ -9,7 +9,7 @@ Parameters (a SimulationRun's `params`, the management command's options):
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 from django.conf import settings
@@ -75,12 +75,12 @@ def scenario(params: dict) -> Scenario:
 
 
 def parse_when(value: str | datetime, name: str) -> datetime:
-    if isinstance(value, datetime):
-        return value
-    try:
-        return datetime.fromisoformat(str(value))
-    except ValueError:
-        raise WorkloadError(f"{name}: {value!r} is not an ISO 8601 time (2026-11-01T00:00)") from None
+    if not isinstance(value, datetime):
+        try:
+            value = datetime.fromisoformat(str(value))
+        except ValueError:
+            raise WorkloadError(f"{name}: {value!r} is not an ISO 8601 time (2026-11-01T00:00)") from None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)  # times without a zone are UTC, as everywhere here
 
 
 def history_scenario(params: dict) -> Scenario:

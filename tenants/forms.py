@@ -125,7 +125,7 @@ class AssociationLimitsForm(forms.ModelForm):
 class TenantForm(AssociationLimitsForm):
     class Meta:
         model = Tenant
-        fields = ["name", "description", *AssociationLimits.LIMIT_FIELDS]
+        fields = ["name", "description", "shares", *AssociationLimits.LIMIT_FIELDS]
 
 
 class GroupForm(AssociationLimitsForm):

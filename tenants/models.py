@@ -66,6 +66,8 @@ class TenantQuerySet(TenantScopedQuerySet):
 class Tenant(AssociationLimits):
     name = models.SlugField(max_length=64, unique=True)
     description = models.CharField(max_length=200, blank=True)
+    # Fair share between tenants (the top level of the tree), as Group.shares is between sibling groups.
+    shares = models.PositiveIntegerField("Fairshare", default=1, validators=[MinValueValidator(1)])
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = TenantQuerySet.as_manager()

@@ -41,15 +41,42 @@ def lock_association_chain(group: Group) -> tuple[Tenant, list[Group]]:
 
 
 @transaction.atomic
-def tenant_create(*, actor, name: str, description: str = "") -> Tenant:
+def tenant_create(*, actor, name: str, description: str = "", shares: int = 1) -> Tenant:
     if Tenant.objects.filter(name=name).exists():
         raise ValidationError({"name": f"tenant {name!r} already exists"})
-    tenant = Tenant(name=name, description=description)
+    _check_shares(shares)
+    tenant = Tenant(name=name, description=description, shares=shares)
     tenant.full_clean()
     tenant.save()
-    audit(actor=actor, action="tenant.create", target=tenant, tenant=tenant, changes={"name": [None, name]})
+    changes = {"name": [None, name], **({"shares": [None, shares]} if shares != 1 else {})}
+    audit(actor=actor, action="tenant.create", target=tenant, tenant=tenant, changes=changes)
     transaction.on_commit(lambda: limits_changed.send(sender=Tenant, action="tenant.create"))
     return tenant
+
+
+@transaction.atomic
+def tenant_update(*, actor, tenant: Tenant, description: str | None = None, shares: int | None = None) -> Tenant:
+    """Change a tenant's description or its fair share (``sacctmgr modify tenant acme set Fairshare=2``)."""
+    tenant = Tenant.objects.select_for_update().get(pk=tenant.pk)
+    changes: dict[str, list] = {}
+    if shares is not None and shares != tenant.shares:
+        _check_shares(shares)
+        changes["shares"] = [tenant.shares, shares]
+        tenant.shares = shares
+    if description is not None and description != tenant.description:
+        changes["description"] = [tenant.description, description]
+        tenant.description = description
+    if changes:
+        tenant.full_clean()
+        tenant.save(update_fields=list(changes))
+        audit(actor=actor, action="tenant.update", target=tenant, tenant=tenant, changes=changes)
+        transaction.on_commit(lambda: limits_changed.send(sender=Tenant, action="tenant.update"))
+    return tenant
+
+
+def _check_shares(shares) -> None:
+    if isinstance(shares, bool) or not isinstance(shares, int) or shares < 1:
+        raise ValidationError({"shares": "Fairshare must be a whole number of at least 1"})
 
 
 @transaction.atomic

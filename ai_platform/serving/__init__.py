@@ -5,6 +5,5 @@ directory the job was given, serves KServe's v1 protocol and a readiness check, 
 portal reads (see docs/inference.md, "How a replica makes itself known").
 """
 
-from ai_platform.serving.model import Model, ModelError, load_model
-
-__all__ = ["Model", "ModelError", "load_model"]
+# Nothing imported here: ``python -m ai_platform.serving`` imports this package first, and __main__ must set the
+# BLAS thread count before numpy is loaded.

@@ -13,9 +13,6 @@ import signal
 import sys
 import threading
 
-from ai_platform.serving.model import ModelError, load_model
-from ai_platform.serving.server import ModelServer, advertised_url, publish_url
-
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m ai_platform.serving", description=__doc__.splitlines()[0])
@@ -27,9 +24,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+# One BLAS thread per request: requests are served on threads of their own, and a BLAS pool per request
+# oversubscribes the replica's CPUs (20x slower for a batch of one on a busy node). Set before numpy loads.
+BLAS_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     args = parse_args(argv)
+    for name in BLAS_THREAD_VARIABLES:
+        os.environ.setdefault(name, "1")
+    from ai_platform.serving.model import ModelError, load_model
+    from ai_platform.serving.server import ModelServer, advertised_url, publish_url
+
     if not args.model_dir:
         print("error: no model directory (--model-dir or AIPOOL_MODEL_SERVE_PATH)", file=sys.stderr)
         return 2

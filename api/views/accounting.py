@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.urls import path
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiExample, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -16,6 +16,7 @@ from rest_framework.views import APIView
 from accounting import core, reports
 from accounting.selectors import Filters
 from accounting.windows import STEPS, WindowError, parse_step, parse_window
+from api.serializers import ErrorSerializer
 
 
 class WindowQuery(serializers.Serializer):
@@ -154,6 +155,9 @@ BUDGETS_EXAMPLE = OpenApiExample(
 )
 
 
+BAD_QUERY = OpenApiResponse(ErrorSerializer, description="validation_error: a bad window, filter or dimension")
+
+
 def _query(serializer_class, request):
     query = serializer_class(data=request.query_params)
     query.is_valid(raise_exception=True)
@@ -166,7 +170,7 @@ class UsageView(APIView):
         tags=["accounting"],
         summary="sreport: allocated vs used accelerator-hours by cluster, tenant, group, user or partition",
         parameters=[UsageQuery],
-        responses=UsageReportSerializer,
+        responses={200: UsageReportSerializer, 400: BAD_QUERY},
         examples=[USAGE_EXAMPLE],
     )
     def get(self, request):
@@ -182,7 +186,7 @@ class SeriesView(APIView):
         tags=["accounting"],
         summary="Allocated accelerator-hours per step (hour, day, week) and per group, tenant, user or partition",
         parameters=[SeriesQuery],
-        responses=SeriesSerializer,
+        responses={200: SeriesSerializer, 400: BAD_QUERY},
         examples=[SERIES_EXAMPLE],
     )
     def get(self, request):

@@ -10,9 +10,8 @@ from drf_spectacular.utils import (
     OpenApiResponse,
     extend_schema,
     extend_schema_view,
-    inline_serializer,
 )
-from rest_framework import exceptions, mixins, serializers, status
+from rest_framework import exceptions, mixins, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
@@ -24,6 +23,7 @@ from api.serializers import (
     ExplainSerializer,
     JobCreateSerializer,
     JobDetailSerializer,
+    JobPrioritySerializer,
     JobSerializer,
     LogChunkSerializer,
     LogQuerySerializer,
@@ -32,35 +32,10 @@ from api.views.base import ApiViewSet
 from cluster.backends.registry import get_backend
 from jobs.filters import JobFilter
 from jobs.models import Job
-from jobs.selectors import job_explanation, priority_factors
+from jobs.selectors import job_explanation, pending_priority_factors, priority_factors
 from jobs.services import job_cancel, job_submit
 from tenants.scoping import CHANGE, VIEW
-
-_FACTOR = inline_serializer(
-    "PriorityFactor",
-    {
-        "factor": serializers.FloatField(help_text="0..1"),
-        "weight": serializers.IntegerField(help_text="PriorityWeight* of this factor"),
-        "value": serializers.FloatField(help_text="factor x weight: the points it adds"),
-    },
-)
-PRIORITY = inline_serializer(
-    "JobPriority",
-    {
-        "job_id": serializers.IntegerField(),
-        "priority": serializers.IntegerField(help_text="the sum of the factors' values"),
-        "factors": serializers.DictField(child=_FACTOR, help_text="age, fairshare, job_size, partition"),
-        "fairshare": inline_serializer(
-            "FairShareUsage",
-            {
-                "association": serializers.CharField(),
-                "usage": serializers.FloatField(help_text="decayed usage, accelerator-seconds"),
-                "tenant_usage": serializers.FloatField(),
-                "half_life_seconds": serializers.FloatField(),
-            },
-        ),
-    },
-)
+from vocab.states import JobState
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 MAX_IDEMPOTENCY_KEY = 128
@@ -118,12 +93,28 @@ CREATE_EXAMPLES = [
 ]
 
 
-ORDERINGS = ("-id", "id")
+LIST_COLUMNS = (
+    *(f for f in JobSerializer.Meta.fields if f not in ("tenant", "group", "user", "partition", "runtime")),
+    *("tenant__name", "group__name", "user__username", "partition__name", "runtime__name"),
+)
+LIST_COLUMNS = tuple(
+    {"time_limit_minutes": "time_limit", "memory_per_node_mb": "memory_per_node"}.get(f, f) for f in LIST_COLUMNS
+)
+
+# Each ordering with its tie-breaker: the cursor pages by the first field, the id keeps ties in a stable order.
+ORDERINGS = {
+    "-id": ("-id",),
+    "id": ("id",),
+    "-priority": ("-priority", "id"),
+    "priority": ("priority", "-id"),
+}
 ORDERING_PARAMETER = OpenApiParameter(
     "ordering",
     OpenApiTypes.STR,
     enum=list(ORDERINGS),
-    description="-id: newest first (the default); id: oldest first. Job ids follow submission order.",
+    description="-id: newest first (the default); id: oldest first (job ids follow submission order); "
+    "-priority: highest priority first, as the scheduler considers the queue (the priority of the last "
+    "scheduling pass; ties oldest first); priority: lowest first.",
 )
 
 
@@ -142,6 +133,10 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ApiViewSet):
         queryset = Job.objects.visible_to(self.request.user, VIEW).select_related(
             "tenant", "group", "user", "partition", "runtime"
         )
+        if self.action == "list":
+            # Only the columns a list row shows: the tenant's and group's limits, the user's password hash and the
+            # job's script, environment and allocation would be read and JSON-decoded 50 times per page for nothing.
+            queryset = queryset.only(*LIST_COLUMNS)
         if self.action == "retrieve":
             queryset = queryset.prefetch_related("events")
         return queryset
@@ -153,8 +148,8 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ApiViewSet):
         ordering = request.query_params.get("ordering") or "-id"
         if ordering not in ORDERINGS:
             raise exceptions.ValidationError({"ordering": [f"use one of {', '.join(ORDERINGS)}"]})
-        # Read by the cursor paginator: only unique, indexed orderings keep cursors exact and pages fast.
-        self.cursor_ordering = ordering
+        # Read by the cursor paginator: unique (with the tie-breaker), indexed orderings keep cursors exact and fast.
+        self.cursor_ordering = ORDERINGS[ordering]
         return super().list(request, *args, **kwargs)
 
     def get_serializer_context(self):
@@ -253,9 +248,21 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ApiViewSet):
 
     @extend_schema(
         summary="The job's multifactor priority, factor by factor (sprio -l -j ID)",
-        responses=PRIORITY,
-        examples=examples.PRIORITY,
+        responses=JobPrioritySerializer,
     )
     @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
     def priority(self, request, pk=None):
         return Response(priority_factors(self.get_object()))
+
+    @extend_schema(
+        summary="Pending jobs' priorities, highest first, factor by factor (sprio -l)",
+        description="The list filters apply (group, user=me, partition, …); only PENDING jobs are listed, in the "
+        "order of the last scheduling pass's priority. Each entry is the priority now.",
+        responses=JobPrioritySerializer(many=True),
+    )
+    @action(detail=False, methods=["get"])
+    def priorities(self, request):
+        self.cursor_ordering = ORDERINGS["-priority"]
+        jobs = self.filter_queryset(self.get_queryset()).filter(state=JobState.PENDING)
+        page = self.paginate_queryset(jobs)
+        return self.get_paginated_response(pending_priority_factors(page))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import transaction
 from django.db.models import Prefetch
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, status
@@ -38,7 +39,9 @@ from tenants.scoping import VIEW
         summary="Create a tenant (staff)", request=TenantCreateSerializer, responses={201: TenantSerializer}
     ),
     partial_update=extend_schema(
-        summary="Change a tenant's limits (staff)", request=TenantUpdateSerializer, responses=TenantSerializer
+        summary="Change a tenant's limits or fair share (staff)",
+        request=TenantUpdateSerializer,
+        responses=TenantSerializer,
     ),
 )
 @extend_schema(tags=["tenants"])
@@ -60,7 +63,11 @@ class TenantViewSet(
     def create(self, request, *args, **kwargs):
         self.require_pool_admin("create tenants")
         data = self._valid(TenantCreateSerializer, request.data)
-        tenant = services.tenant_create(actor=request.user, **data)
+        shares = data.pop("shares", 1)
+        with transaction.atomic():  # the tenant, its share and its limits, or nothing
+            tenant = services.tenant_create(actor=request.user, **data)
+            if shares != 1:
+                tenant = tenant_services.tenant_update(actor=request.user, tenant=tenant, shares=shares)
         return Response(self.get_serializer(tenant).data, status=status.HTTP_201_CREATED)
 
     def partial_update(self, request, *args, **kwargs):
@@ -68,7 +75,10 @@ class TenantViewSet(
         # A tenant admin may not raise the quota of their own tenant: the pool's operators set it.
         self.require_pool_admin("change a tenant's limits")
         data = self._valid(TenantUpdateSerializer, request.data, partial=True)
-        tenant = tenant_services.limits_set(actor=request.user, target=tenant, changes=data.get("limits", {}))
+        with transaction.atomic():
+            if "shares" in data:
+                tenant = tenant_services.tenant_update(actor=request.user, tenant=tenant, shares=data["shares"])
+            tenant = tenant_services.limits_set(actor=request.user, target=tenant, changes=data.get("limits", {}))
         return Response(self.get_serializer(tenant).data)
 
     def _valid(self, serializer_class, data, **kwargs) -> dict:

@@ -5,25 +5,24 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('cluster', '0003_node_accelerator_type'),
-        ('jobs', '0005_pass_request_row'),
-        ('tenants', '0001_initial'),
+        ("cluster", "0003_node_accelerator_type"),
+        ("jobs", "0005_pass_request_row"),
+        ("tenants", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.RemoveIndex(
-            model_name='job',
-            name='jobs_job_group_i_fcd46f_idx',
+            model_name="job",
+            name="jobs_job_group_i_fcd46f_idx",
         ),
         migrations.AddIndex(
-            model_name='job',
-            index=models.Index(fields=['group', '-id'], name='jobs_job_group_i_72136c_idx'),
+            model_name="job",
+            index=models.Index(fields=["group", "-id"], name="jobs_job_group_i_72136c_idx"),
         ),
         migrations.AddIndex(
-            model_name='job',
-            index=models.Index(fields=['group', 'state', '-id'], name='jobs_job_group_i_c5e0a1_idx'),
+            model_name="job",
+            index=models.Index(fields=["group", "state", "-id"], name="jobs_job_group_i_c5e0a1_idx"),
         ),
     ]

@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 
-from portal.admin import cluster, inference, jobs, monitoring, registry, tenants  # noqa: F401  (registration happens on import)
+from portal.admin import cluster, inference, jobs, monitoring, notifications, registry, tenants  # noqa: F401  (registration happens on import)
 
 admin.site.site_header = "aipool administration"
 admin.site.site_title = "aipool admin"

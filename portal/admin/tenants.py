@@ -99,9 +99,9 @@ class TenantAdmin(ServiceWritesMixin, UsageColumnsMixin, admin.ModelAdmin):
 
     def get_fieldsets(self, request, obj=None):
         if obj is None:
-            return [(None, {"fields": ("name", "description")}), LIMITS_FIELDSET]
+            return [(None, {"fields": ("name", "description", "shares")}), LIMITS_FIELDSET]
         return [
-            (None, {"fields": ("name", "description", "audit_history")}),
+            (None, {"fields": ("name", "description", "shares", "audit_history")}),
             LIMITS_FIELDSET,
             ("Usage now (running jobs of the whole tenant)", {"fields": ("usage_summary",)}),
         ]
@@ -125,11 +125,15 @@ class TenantAdmin(ServiceWritesMixin, UsageColumnsMixin, admin.ModelAdmin):
         return audit_history_link(tenant__id__exact=obj.pk)
 
     def save_model(self, request, obj, form, change):
+        data = form.cleaned_data
         if change:
             tenant = Tenant.objects.get(pk=obj.pk)
+            if "shares" in data:
+                tenant = services.tenant_update(actor=request.user, tenant=tenant, shares=data["shares"])
         else:
-            data = form.cleaned_data
-            tenant = services.tenant_create(actor=request.user, name=data["name"], description=data["description"])
+            tenant = services.tenant_create(
+                actor=request.user, name=data["name"], description=data["description"], shares=data.get("shares", 1)
+            )
         changes = form.limit_changes(tenant)
         if changes:
             tenant = services.limits_set(actor=request.user, target=tenant, changes=changes)

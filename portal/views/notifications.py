@@ -34,7 +34,10 @@ class SettingsForm(forms.Form):
 class EndpointForm(forms.Form):
     url = forms.CharField(max_length=500, label="URL", help_text="https://… receives a signed POST per event")
     events = forms.MultipleChoiceField(
-        choices=EVENT_CHOICES, required=False, widget=forms.CheckboxSelectMultiple, help_text="none ticked: all of yours"
+        choices=EVENT_CHOICES,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="none ticked: all of yours",
     )
 
 

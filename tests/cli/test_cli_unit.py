@@ -565,3 +565,58 @@ def test_version_option():
     result = CliRunner().invoke(cli, ["--version"])
     assert result.exit_code == 0
     assert result.stdout.startswith("aipool, version ")
+
+
+def test_submit_inputs_and_outputs_become_the_api_fields():
+    from aipool_cli.slurmargs import parse_input, parse_output
+
+    args = SubmitArgs(
+        account="ai-team",
+        wrap="python ft.py",
+        inputs=["model:acme/llama@production", "dataset:acme/corpus@3=TRAIN"],
+        outputs=["model:acme/llama-ft,checkpoint=final,alias=candidate,alias=staging,as=FT"],
+    )
+    body = build_job_body(args, environ={})
+    assert body["inputs"] == ["model:acme/llama@production", {"ref": "dataset:acme/corpus@3", "as": "TRAIN"}]
+    assert body["outputs"] == [
+        {"ref": "model:acme/llama-ft", "checkpoint": "final", "aliases": ["candidate", "staging"], "as": "FT"}
+    ]
+    assert "inputs" not in build_job_body(SubmitArgs(account="g", wrap="true"), environ={})
+    for bad, words in (
+        (lambda: parse_input("model:acme/x="), "give a name after '='"),
+        (lambda: parse_input(" "), "needs a reference"),
+        (lambda: parse_output("checkpoint=x"), "needs a reference first"),
+        (lambda: parse_output("model:acme/x,color=red"), "unknown or empty option"),
+        (lambda: parse_output("slurm-%j.out"), "aipool logs"),
+    ):
+        with pytest.raises(SlurmArgError, match=words):
+            bad()
+
+
+def test_submit_sends_input_and_output_flags():
+    api = FakeAPI({("POST", "/api/v1/jobs/"): lambda r: httpx.Response(201, json=job(id=9, state="PENDING"))})
+    result = invoke(api, ["submit", "-A", "ai-team", "--wrap", "true", "--input", "model:acme/llama@2",
+                          "--output", "model:acme/ft,alias=candidate"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    (sent,) = api.bodies()
+    assert sent["inputs"] == ["model:acme/llama@2"]
+    assert sent["outputs"] == [{"ref": "model:acme/ft", "aliases": ["candidate"]}]
+    bad = invoke(api, ["submit", "-A", "ai-team", "--wrap", "true", "--output", "model:acme/ft,color=red"])
+    assert bad.exit_code == 2 and "unknown or empty option" in bad.output and len(api.bodies()) == 1
+
+
+def test_sprio_table_shows_each_factor_and_the_total():
+    entry = {
+        "job_id": 42,
+        "priority": 5350,
+        "factors": {
+            "age": {"factor": 0.1, "weight": 1000, "value": 100.0},
+            "fairshare": {"factor": 0.5, "weight": 10000, "value": 5000.0},
+            "job_size": {"factor": 0.25, "weight": 1000, "value": 250.0},
+            "partition": {"factor": 0.0, "weight": 1000, "value": 0.0},
+        },
+        "fairshare": {"association": "group ai-team"},
+    }
+    lines = fmt.sprio_table([entry]).splitlines()
+    assert lines[0].split() == ["JOBID", "PRIORITY", "AGE", "FAIRSHARE", "JOBSIZE", "PARTITION", "ACCOUNT"]
+    assert lines[1].split() == ["42", "5350", "100", "5000", "250", "0", "group", "ai-team"]

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
+from multidict import CIMultiDict
 
 from gateway.server import Gateway, Options, hash_key
 from inference.selectors import GatewayRoute
@@ -58,9 +59,10 @@ class FakeReplica:
                 "saw_authorization": "Authorization" in request.headers,
                 "saw_api_key": "X-Api-Key" in request.headers,
                 "prefix": request.headers.get("X-Forwarded-Prefix"),
+                "accept": request.headers.getall("Accept", []),
             },
             status=self.status,
-            headers={"X-Model": "tiny"},
+            headers=CIMultiDict([("X-Model", "tiny"), ("Set-Cookie", "a=1"), ("Set-Cookie", "b=2")]),
         )
 
     @property

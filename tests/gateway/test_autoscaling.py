@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from gateway import autoscaling
 from gateway.autoscaling import run_autoscaler
 from gateway.models import AutoscalerState, TrafficWindow
 from gateway.selectors import observed, observed_many, traffic_series
@@ -166,3 +167,54 @@ def test_a_service_that_cannot_scale_is_left_alone(world):
     InferenceService.objects.filter(pk=fixed.pk).update(min_replicas=3, max_replicas=3, desired_replicas=3)
     steady_traffic(fixed.pk, qps=50_000, seconds=60, until=SECOND - 1)
     assert run_autoscaler(now=NOW) == {}
+
+
+def test_one_service_failing_to_scale_does_not_stop_the_others(service, world, monkeypatch):
+    other = make_service(world, name="other")["service"]
+    InferenceService.objects.filter(pk=other.pk).update(desired_replicas=2)
+    steady_traffic(service.pk, qps=2500, seconds=60, until=SECOND - 1)
+    steady_traffic(other.pk, qps=2500, seconds=60, until=SECOND - 1)
+    real = autoscaling.service_scale
+
+    def broken_for_the_first(**kwargs):
+        if kwargs["service_id"] == service.pk:
+            raise RuntimeError("boom")
+        return real(**kwargs)
+
+    monkeypatch.setattr("gateway.autoscaling.service_scale", broken_for_the_first)
+    assert list(run_autoscaler(now=NOW)) == [other.pk]
+    assert scaled(other).desired_replicas > 2
+
+
+# --- the gateway command's database side ------------------------------------------------------------------------
+
+
+def test_the_gateway_command_reads_routes_writes_traffic_and_reports_failures(service):
+    from gateway.management.commands.gateway import load_routes, report_failure, write_traffic
+    from inference.keys import hash_key
+
+    routes = load_routes()
+    route = routes[("acme", service.name)]
+    assert route.service_id == service.pk and len(route.replicas) == 2
+    key = ServiceKey.objects.get(service=service)
+    assert route.key_hashes == {key.key_hash: key.pk}
+    assert hash_key("isk_x") not in route.key_hashes
+
+    write_traffic("gw:9", [traffic(service.pk, SECOND, 4)], {key.pk: NOW})
+    assert TrafficWindow.objects.get(gateway="gw:9").requests == 4
+
+    replica_id = route.replicas[0][0]
+    report_failure(replica_id, "gateway could not reach it: refused")
+    assert Replica.objects.get(pk=replica_id).state == ReplicaState.FAILED
+    assert replica_id not in dict(load_routes()[("acme", service.name)].replicas)
+
+
+def test_the_scale_down_delay_is_remembered_between_runs(service, monkeypatch):
+    monkeypatch.setenv("AIPOOL_AUTOSCALE_SCALE_DOWN_DELAY", "30")
+    steady_traffic(service.pk, qps=2500, seconds=60, until=SECOND - 1)
+    assert run_autoscaler(now=NOW) == {service.pk: 3}
+    TrafficWindow.objects.all().delete()
+    assert run_autoscaler(now=NOW + 10) == {service.pk: 3}  # no traffic, but held by the delay
+    # What each decision asked for, before the hold: the delay takes the highest of them.
+    assert AutoscalerState.objects.get(service=service).recent == [[NOW, 3], [NOW + 10, 2]]
+    assert run_autoscaler(now=NOW + 31) == {service.pk: 2}

@@ -196,9 +196,7 @@ def test_seed_service_serves_scales_within_quota_and_survives_a_killed_replica(s
 
     # 3. Load at ~40 qps (target 5 per replica) asks for 8: capped by max 4, and first by the quota at 3.
     with Load(gateway + PREDICT, acme_key, qps=40) as load:
-        blocked = wait_for(
-            lambda: _blocked(status(stack, service)), timeout=90, interval=1
-        )
+        blocked = wait_for(lambda: _blocked(status(stack, service)), timeout=90, interval=1)
         assert blocked["desired"] == 3
         assert blocked["message"].startswith("scale-up blocked: group acme-vision uses")
         assert "/3 accelerators" in blocked["message"]

@@ -108,6 +108,23 @@ def test_panic_is_extended_while_the_condition_holds():
     assert later.panic  # 50 s after the last time it was over, not 100 s after it began
 
 
+def test_a_scale_down_delay_holds_the_highest_count_of_the_delay():
+    policy = Policy(scale_down_delay_s=30)
+    busy = decide(steady(6000.0, current=6, ready=6), ScalerState(), policy)
+    assert busy.desired == 6
+    quiet = decide(steady(1000.0, now=1020.0, current=6, ready=6), busy.state, policy)
+    assert quiet.desired == 6
+    assert "held at 6 for the 30 s scale-down delay" in quiet.reason
+    later = decide(steady(1000.0, now=1030.0, current=6, ready=6), quiet.state, policy)
+    assert later.desired == 3  # the busy decision is 30 s old: the halving bound applies again
+
+
+def test_a_scale_down_delay_never_holds_back_a_scale_up():
+    policy = Policy(scale_down_delay_s=300)
+    state = decide(steady(2000.0), ScalerState(), policy).state
+    assert decide(steady(3000.0, now=1002.0), state, policy).desired == 3
+
+
 def test_quota_caps_the_scale_up_and_says_which_limit():
     message = "group ai-team uses 796/800 accelerators"
     decision = decide(steady(9000.0, current=4, ready=4, quota_headroom=1, quota_message=message), ScalerState())
@@ -193,7 +210,7 @@ def random_state(draw) -> ScalerState:
 @given(random_inputs(), random_state())
 def test_never_above_max_and_never_grows_past_the_quota(given_inputs, state):
     decision = decide(given_inputs, state)
-    assert 0 <= decision.desired <= given_inputs.max_replicas or decision.desired <= given_inputs.current
+    assert 0 <= decision.desired <= given_inputs.max_replicas
     if decision.desired > given_inputs.current:
         assert decision.desired <= given_inputs.current + given_inputs.quota_headroom
 
@@ -202,8 +219,6 @@ def test_never_above_max_and_never_grows_past_the_quota(given_inputs, state):
 @given(random_inputs(), random_state())
 def test_within_min_and_max_unless_the_quota_says_why(given_inputs, state):
     decision = decide(given_inputs, state)
-    if given_inputs.current <= given_inputs.max_replicas:
-        assert decision.desired <= given_inputs.max_replicas
     if decision.desired < given_inputs.min_replicas:
         assert decision.blocked_by_quota and decision.blocked_message.startswith("scale-up blocked:")
 
@@ -215,6 +230,15 @@ def test_outside_panic_one_decision_never_drops_below_half_of_ready(given_inputs
     floor = min(max(1, given_inputs.ready) // 2, given_inputs.max_replicas)
     if not decision.blocked_by_quota:
         assert decision.desired >= floor
+
+
+@settings(max_examples=300, deadline=None)
+@given(random_inputs(), random_state(), st.floats(min_value=0, max_value=600))
+def test_a_scale_down_delay_keeps_every_bound(given_inputs, state, delay):
+    decision = decide(given_inputs, state, Policy(scale_down_delay_s=delay))
+    assert 0 <= decision.desired <= given_inputs.max_replicas
+    if decision.desired > given_inputs.current:
+        assert decision.desired <= given_inputs.current + given_inputs.quota_headroom
 
 
 @settings(max_examples=200, deadline=None)

@@ -39,3 +39,16 @@ def test_cancel_policy_cancels_after_the_grace_period_only():
 def test_busy_again_ends_the_episode_and_no_cancel_follows():
     episode = OpenEpisode(flagged_at=30 * 60, cancel_at=45 * 60)
     assert decide(series([0.0] * 40 + [0.8]), episode, POLICY, now=46 * 60).action == END
+
+
+def test_a_busy_moment_missed_by_every_pass_still_ends_the_episode():
+    episode = OpenEpisode(flagged_at=30 * 60, cancel_at=45 * 60)
+    idle_again = series([0.0] * 35 + [0.9] + [0.0] * 15)  # busy at minute 35, idle since minute 36
+    assert decide(idle_again, episode, POLICY, now=50 * 60).action == END
+
+
+def test_a_long_warned_episode_is_not_ended_by_the_window_start():
+    """The series only reaches back so far: an idle stretch that starts at the window's edge is not 'busy again'."""
+    episode = OpenEpisode(flagged_at=30 * 60, cancel_at=None)
+    window = series([0.0] * 50, start=120 * 60)  # hours later, all idle, nothing busy in view
+    assert decide(window, episode, POLICY, now=170 * 60).action == NOTHING

@@ -35,13 +35,13 @@ def received():
     accelerators_idle.disconnect(dispatch_uid="test-idle")
 
 
-def run(backend, job_cpu: dict, seconds: range, capture):
-    """Sample every 10 s of `seconds` (job id -> CPU seconds added per sample) and evaluate idleness after each."""
-    cpu = dict.fromkeys(job_cpu, 0.0)
+def run(backend, cpu_per_sample: float, seconds: range, capture):
+    """Sample the test's one running job every 10 s of `seconds` (adding `cpu_per_sample` CPU seconds each time) and
+    evaluate idleness after each sample, running on-commit callbacks as a commit would."""
+    cpu = 0.0
     for offset in seconds:
-        for job_id, per_sample in job_cpu.items():
-            cpu[job_id] += per_sample
-        backend.readings = [usage(T0 + offset, cpu=c) for c in cpu.values()][:1]
+        cpu += cpu_per_sample
+        backend.readings = [usage(T0 + offset, cpu=cpu)]
         with capture(execute=True):
             sample_running_jobs(backend_for=lambda name: backend)
             evaluate_idle(now=T0 + offset)
@@ -49,7 +49,7 @@ def run(backend, job_cpu: dict, seconds: range, capture):
 
 def test_a_sleeping_job_is_flagged_once_with_one_signal(world, clock, received, django_capture_on_commit_callbacks):
     job = running_job(world.alice, world.ai_team, started_at=T0)
-    run(clock, {job.pk: 0.0}, range(10, 200, 10), django_capture_on_commit_callbacks)
+    run(clock, 0.0, range(10, 200, 10), django_capture_on_commit_callbacks)
     episode = IdleEpisode.objects.get(job=job)
     assert episode.ended_at is None and episode.action == "warned"
     assert episode.utilisation == 0.0 and episode.accelerators == 1
@@ -61,8 +61,8 @@ def test_a_sleeping_job_is_flagged_once_with_one_signal(world, clock, received, 
 
 
 def test_a_busy_job_is_never_flagged(world, clock, received, django_capture_on_commit_callbacks):
-    job = running_job(world.alice, world.ai_team, started_at=T0)
-    run(clock, {job.pk: 9.5}, range(10, 200, 10), django_capture_on_commit_callbacks)
+    running_job(world.alice, world.ai_team, started_at=T0)
+    run(clock, 9.5, range(10, 200, 10), django_capture_on_commit_callbacks)
     assert not IdleEpisode.objects.exists() and received == []
 
 
@@ -87,10 +87,10 @@ def test_busy_again_ends_the_episode_and_a_new_stretch_warns_again(world, clock,
 def test_cancel_policy_cancels_after_the_grace_period(world, clock, received, django_capture_on_commit_callbacks):
     IdlePolicy.objects.create(tenant=world.acme, action=IdleAction.CANCEL, grace_minutes=1)
     job = running_job(world.alice, world.ai_team, started_at=T0)
-    run(clock, {job.pk: 0.0}, range(10, 100, 10), django_capture_on_commit_callbacks)
+    run(clock, 0.0, range(10, 100, 10), django_capture_on_commit_callbacks)
     job.refresh_from_db()
     assert job.state == "RUNNING"  # warned, within the grace period
-    run(clock, {job.pk: 0.0}, range(100, 200, 10), django_capture_on_commit_callbacks)
+    run(clock, 0.0, range(100, 200, 10), django_capture_on_commit_callbacks)
     job.refresh_from_db()
     assert job.state == "CANCELLED"
     assert "idle" in job.events.last().cause
@@ -101,7 +101,7 @@ def test_cancel_policy_cancels_after_the_grace_period(world, clock, received, dj
 def test_one_tenants_policy_does_not_apply_to_another(world, clock, django_capture_on_commit_callbacks):
     IdlePolicy.objects.create(tenant=world.globex, action=IdleAction.CANCEL, grace_minutes=0.5)
     job = running_job(world.alice, world.ai_team, started_at=T0)
-    run(clock, {job.pk: 0.0}, range(10, 300, 10), django_capture_on_commit_callbacks)
+    run(clock, 0.0, range(10, 300, 10), django_capture_on_commit_callbacks)
     assert Job.objects.get(pk=job.pk).state == "RUNNING"
 
 
@@ -127,3 +127,11 @@ def test_episodes_of_ended_jobs_are_closed(world, clock):
     Job.objects.filter(pk=job.pk).update(state="COMPLETED")
     evaluate_idle(now=T0 + 200)
     assert IdleEpisode.objects.get(job=job).ended_at is not None
+
+
+def test_a_long_idle_job_is_warned_once_not_every_window(world, clock, received, django_capture_on_commit_callbacks):
+    job = running_job(world.alice, world.ai_team, started_at=T0)
+    # 26 minutes idle: longer than the series the evaluation looks at (1 idle minute + 15 grace minutes + 3 periods).
+    run(clock, 0.0, range(10, 1570, 10), django_capture_on_commit_callbacks)
+    assert len(received) == 1
+    assert IdleEpisode.objects.filter(job=job).count() == 1

@@ -94,3 +94,18 @@ def test_a_pending_job_has_unknown_health(world):
     job = submit(world.alice, world.ai_team)  # no scheduling pass ran: PENDING
     health = job_health(job)
     assert health["status"] == "unknown" and health["tasks"] == [] and health["active"]
+
+
+def test_one_jobs_broken_reading_does_not_stop_the_others(world, backend):
+    first = running_job(world.alice, world.ai_team, started_at=T0)
+    second = running_job(world.mallory, world.rivals, started_at=T0)
+
+    class Flaky(FakeBackend):
+        def usage(self, backend_job_id):
+            if backend_job_id == first.backend_job_id:
+                raise RuntimeError("sstat: no steps running")
+            return [usage(T0 + 10, cpu=5.0)]
+
+    result = sample_running_jobs(backend_for=lambda name: Flaky())
+    assert result["skipped"] == 1
+    assert list(MetricSample.objects.values_list("job_id", flat=True)) == [second.pk]

@@ -83,7 +83,9 @@ def test_an_endpoint_filter_narrows_its_events(world):
 def test_job_started_after_a_long_wait(world, waited, told):
     endpoint_create(user=world.alice, url="https://hooks.acme.example/a")
     now = timezone.now()
-    job = JobRunFactory(user=world.alice, group=world.ai_team, started_at=now, eligible_at=now - timedelta(minutes=waited))
+    job = JobRunFactory(
+        user=world.alice, group=world.ai_team, started_at=now, eligible_at=now - timedelta(minutes=waited)
+    )
     producers.job_changed(job_id=job.pk, from_state="PENDING", to_state="RUNNING")
     found = deliveries(world.alice, "job.started_after_wait")
     assert found.exists() is told

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.django_db
 def _queue(world):
     """A queue with every kind of decision: starts, a limit hold, a reservation, a backfill and a Priority wait."""
     shapes = [
-        (world.alice, world.ai_team, {"nodes": 2, "accelerators_per_node": 8, "topology_aware": True, "time_limit": "60"}),
+        (world.alice, world.ai_team, {"nodes": 2, "accelerators_per_node": 8, "topology_aware": True}),
         (world.mallory, world.rivals, {"accelerators_per_node": 4, "time_limit": "30"}),
         (world.bob, world.ai_team, {"nodes": 2, "accelerators_per_node": 8, "time_limit": "60"}),
         (world.mallory, world.rivals, {"nodes": 2, "accelerators_per_node": 8, "time_limit": "120"}),
@@ -83,3 +83,41 @@ def test_replay_of_history_reports_per_tenant_names(world, monkeypatch):
     )
     assert set(report.tenant_wait) == {"acme", "globex"}
     assert report.jobs == 8 and report.never_started == 0 and report.quota_violations == 0
+
+
+def test_a_second_pass_after_jobs_end_still_matches(world, monkeypatch):
+    """Ends, freed nodes, the reservation coming due and fair-share usage accrued since the first pass."""
+    from jobs.services import transition
+
+    now = _queue(world)
+    clock = {"now": now}
+    monkeypatch.setattr(timezone, "now", lambda: clock["now"])
+    inputs = pool_inputs(start=now - timedelta(days=1), end=now + timedelta(seconds=1))
+    first = set(run_pass())
+    later = now + timedelta(minutes=5)
+    ending = min(first)
+    runtimes = {**inputs.runtimes, ending: 300.0}
+    sim = Simulation(
+        inputs.nodes,
+        inputs.requests,
+        runtimes,
+        replay_policy=Multifactor(),
+        limits=inputs.limits,
+        policy=policy_from_env(),
+        tree=inputs.tree,
+        partition_tier=inputs.partition_tier,
+    )
+    assert {s.job_id for s in sim.pass_at(now.timestamp()).starts} == first
+
+    transition(Job.objects.get(pk=ending), "COMPLETED", cause="test", at=later, exit_code=0)
+    clock["now"] = later
+    second = set(run_pass())
+    replayed = sim.pass_at(later.timestamp())
+
+    jobs = {job.pk: job for job in Job.objects.all()}
+    assert second and {s.job_id for s in replayed.starts} == second
+    for start in replayed.starts:
+        assert jobs[start.job_id].allocation == {node: list(ix) for node, ix in start.allocation.items()}
+    assert {b.job_id: b.reason for b in replayed.blocked} == {
+        pk: job.reason for pk, job in jobs.items() if job.state == "PENDING"
+    }

@@ -14,7 +14,8 @@ from tests.simulation.helpers import DATA
 
 pytestmark = pytest.mark.django_db
 
-CSV = ",".join(CANONICAL_HEADER) + "\n0,600,3600,1,8,acme,ai-team,alice\n10,60,,2,8,acme,ai-team,bob\n20,60,600,1,1,globex,rivals,mallory\n"
+ROWS = ("0,600,3600,1,8,acme,ai-team,alice", "10,60,,2,8,acme,ai-team,bob", "20,60,600,1,1,globex,rivals,mallory")
+CSV = "\n".join([",".join(CANONICAL_HEADER), *ROWS]) + "\n"
 
 
 @pytest.fixture
@@ -34,9 +35,15 @@ def test_staff_replays_an_uploaded_csv_and_reads_the_report(staff, world):
     response = _start(
         staff,
         "/simulate/new/",
-        {"source": "csv", "upload": SimpleUploadedFile("jobs.csv", CSV.encode()), "policies": ["easy", "learned"],
-         "load": "1", "pool_fraction": "1", "tenants": "8"},
-    )  # fmt: skip
+        {
+            "source": "csv",
+            "upload": SimpleUploadedFile("jobs.csv", CSV.encode()),
+            "policies": ["easy", "learned"],
+            "load": "1",
+            "pool_fraction": "1",
+            "tenants": "8",
+        },
+    )
     run = SimulationRun.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/simulate/{run.pk}/"
     assert run.state == RunState.DONE, run.error
@@ -58,8 +65,11 @@ def test_an_unfinished_run_polls_its_report(staff, world):
 
 def test_openb_replay_from_the_traces_folder(staff, world, monkeypatch):
     monkeypatch.setenv("AIPOOL_TRACES_DIR", str(DATA))
-    _start(staff, "/simulate/new/", {"source": "openb", "policies": ["fifo", "easy"], "load": "1", "pool_fraction": "1",
-                                     "tenants": "4"})  # fmt: skip
+    _start(
+        staff,
+        "/simulate/new/",
+        {"source": "openb", "policies": ["fifo", "easy"], "load": "1", "pool_fraction": "1", "tenants": "4"},
+    )
     run = SimulationRun.objects.get()
     assert run.state == RunState.DONE, run.error
     assert set(run.result["policies"][0]["tenant_wait"]) <= {f"tenant-{i}" for i in range(4)}
@@ -80,23 +90,39 @@ def test_whatif_shows_per_tenant_wait_before_and_after_a_quota_change(staff, wor
     assert rows["globex"]["wait_proposed"] <= rows["globex"]["wait_now"]
     assert run.result["whatif"]["after"]["quota_violations"] == 0
     page = staff.get(f"/simulate/{run.pk}/").content.decode()
-    assert "today&#x27;s limits vs the proposal" in page and "GrpTRES=gres/accelerator=8" in page
+    assert "today's limits vs the proposal" in page and "GrpTRES=gres/accelerator=8" in page
 
 
 @pytest.mark.parametrize(
     ("url", "data", "field", "message"),
     [
-        ("/simulate/new/", {"source": "csv", "policies": ["easy"], "load": "1", "pool_fraction": "1", "tenants": "8"},
-         "upload", "a csv file is needed"),
-        ("/simulate/new/", {"source": "openb", "policies": ["sjf"], "load": "1", "pool_fraction": "1", "tenants": "8"},
-         "policies", "not one of the available choices"),
-        ("/simulate/new/", {"source": "openb", "policies": ["easy"], "load": "0", "pool_fraction": "1",
-                            "tenants": "8"}, "load", "greater than or equal to 0.01"),
+        (
+            "/simulate/new/",
+            {"source": "csv", "policies": ["easy"], "load": "1", "pool_fraction": "1", "tenants": "8"},
+            "upload",
+            "a csv file is needed",
+        ),
+        (
+            "/simulate/new/",
+            {"source": "openb", "policies": ["sjf"], "load": "1", "pool_fraction": "1", "tenants": "8"},
+            "policies",
+            "not one of the available choices",
+        ),
+        (
+            "/simulate/new/",
+            {"source": "openb", "policies": ["easy"], "load": "0", "pool_fraction": "1", "tenants": "8"},
+            "load",
+            "greater than or equal to 0.01",
+        ),
         ("/simulate/whatif/", {"quotas": "tenant acme GrpTRES=gpu=1"}, "quotas", "unknown TRES"),
-        ("/simulate/whatif/", {"quotas": "tenant acme GrpTRES=accelerator=1", "start": "2026-01-02 00:00",
-                               "end": "2026-01-01 00:00"}, "end", "must be after the start"),
+        (
+            "/simulate/whatif/",
+            {"quotas": "tenant acme GrpTRES=accelerator=1", "start": "2026-01-02 00:00", "end": "2026-01-01 00:00"},
+            "end",
+            "must be after the start",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_input_is_a_form_error_and_starts_nothing(staff, url, data, field, message):
     response = staff.post(url, data)
     assert response.status_code == 400
@@ -107,8 +133,18 @@ def test_bad_input_is_a_form_error_and_starts_nothing(staff, url, data, field, m
 
 def test_a_run_that_cannot_read_its_input_fails_with_the_reason(staff, world):
     bad = ",".join(CANONICAL_HEADER) + "\n0,60,,1,x,a,b,c\n"
-    _start(staff, "/simulate/new/", {"source": "csv", "upload": SimpleUploadedFile("j.csv", bad.encode()),
-                                     "policies": ["easy"], "load": "1", "pool_fraction": "1", "tenants": "8"})  # fmt: skip
+    _start(
+        staff,
+        "/simulate/new/",
+        {
+            "source": "csv",
+            "upload": SimpleUploadedFile("j.csv", bad.encode()),
+            "policies": ["easy"],
+            "load": "1",
+            "pool_fraction": "1",
+            "tenants": "8",
+        },
+    )
     run = SimulationRun.objects.get()
     assert run.state == RunState.FAILED and "accelerators_per_node='x'" in run.error
     assert "accelerators_per_node=&#x27;x&#x27;" in staff.get(f"/simulate/{run.pk}/").content.decode()
@@ -135,3 +171,11 @@ def test_pages_are_404_for_anyone_but_staff(client, world, url):
     client.force_login(world.ada)
     assert client.post("/simulate/new/", {"source": "openb"}).status_code == 404
     assert not SimulationRun.objects.exclude(pk=1).exists()
+
+
+def test_home_lists_runs_and_offers_both_forms(staff, world):
+    SimulationRun.objects.create(kind="whatif", params={}, state=RunState.FAILED, created_by=world.staff)
+    page = staff.get("/simulate/").content.decode()
+    assert 'action="/simulate/new/"' in page and 'action="/simulate/whatif/"' in page
+    assert "quota change on past history" in page and "failed" in page
+    assert 'name="policies" value="learned"' in page

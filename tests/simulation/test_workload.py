@@ -9,7 +9,6 @@ from scheduler.workload import (
     WorkloadError,
     bucket,
     default_time_limit,
-    fill_owners,
     pool_from_description,
     read_canonical,
     read_openb_nodes,

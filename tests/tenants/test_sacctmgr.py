@@ -293,8 +293,8 @@ def test_one_bad_setting_among_good_ones_changes_nothing(world):
         (["modify", "group", "nope", "set", "GrpTRES=accelerator=1"], "unknown group 'nope'"),
         (["modify", "tenant", "nope", "set", "GrpJobs=1"], "unknown tenant 'nope'"),
         (
-            ["modify", "tenant", "acme", "set", "fairshare=2"],
-            "unknown option 'fairshare' for 'modify tenant'",
+            ["modify", "tenant", "acme", "set", "parent=ai-team"],
+            "unknown option 'parent' for 'modify tenant'",
         ),
         (["modify", "user", "nobody", "set", "role=admin"], "unknown user 'nobody'"),
         (["modify", "user", "alice", "set", "role=king"], "unknown role 'king'"),
@@ -434,3 +434,16 @@ def test_delete_group_user_and_tenant(world):
     assert {"membership.remove", "group.delete", "tenant.delete"} <= set(
         AuditLog.objects.values_list("action", flat=True)
     )
+
+
+def test_tenant_fairshare_is_set_shown_audited_and_checked(world):
+    out = sacctmgr("create", "tenant", "initech", "fairshare=3")
+    assert "Fairshare" in out and Tenant.objects.get(name="initech").shares == 3
+    out = sacctmgr("modify", "tenant", "acme", "set", "fairshare=4")
+    assert "Fairshare" in out and "1 -> 4" in out
+    world.acme.refresh_from_db()
+    assert world.acme.shares == 4
+    assert AuditLog.objects.filter(action="tenant.update", changes__shares=[1, 4]).exists()
+    assert "fairshare" in sacctmgr_error("modify", "tenant", "acme", "set", "fairshare=0").lower()
+    world.acme.refresh_from_db()
+    assert world.acme.shares == 4

@@ -41,6 +41,9 @@ class Command(BaseCommand):
         parser.add_argument("--stable-window", type=float, default=defaults.policy.stable_window_s)
         parser.add_argument("--panic-window", type=float, default=defaults.policy.panic_window_s)
         parser.add_argument("--scale-down-rate", type=float, default=defaults.policy.max_scale_down_rate)
+        parser.add_argument(
+            "--scale-down-delay", type=float, default=defaults.policy.scale_down_delay_s, help="seconds (Knative's)"
+        )
         parser.add_argument("--json", action="store_true", help="the report as JSON")
 
     def handle(self, *args, **options):
@@ -63,6 +66,7 @@ class Command(BaseCommand):
             stable_window_s=options["stable_window"],
             panic_window_s=options["panic_window"],
             max_scale_down_rate=options["scale_down_rate"],
+            scale_down_delay_s=options["scale_down_delay"],
         )
         return ReplaySettings(
             min_replicas=options["min_replicas"],

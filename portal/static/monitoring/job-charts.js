@@ -69,6 +69,9 @@
     var table = pivot(points), all = specs(table);
     section.querySelectorAll(".mon-chart").forEach(function (el) {
       var spec = all[el.dataset.chart];
+      var measured = spec.data.slice(1).some(function (values) { return values.some(function (v) { return v !== null; }); });
+      el.hidden = !measured;  // jobs without SDK step records have no step chart
+      if (!measured) { return; }
       var width = Math.max(280, el.clientWidth || section.clientWidth - 32);
       if (el._plot && el._plot.series.length === spec.series.length + 1) {
         el._plot.setData(spec.data);

@@ -85,10 +85,10 @@ KEYS = {
 LIMITS = "<limits>"  # in ALLOWED: the command also takes every sacctmgr limit (GrpTRES=..., MaxWall=...)
 GROUP_SETTINGS = ("fairshare", "partition", "defaultpartition", "description")
 ALLOWED: dict[tuple[str, str], tuple[str, ...]] = {
-    ("create", "tenant"): ("name", "description", LIMITS),
+    ("create", "tenant"): ("name", "description", "fairshare", LIMITS),
     ("create", "group"): ("name", "tenant", "parent", *GROUP_SETTINGS, LIMITS),
     ("create", "user"): ("name", "tenant", "group", "role", "password", "email"),
-    ("modify", "tenant"): ("name", LIMITS),
+    ("modify", "tenant"): ("name", "description", "fairshare", LIMITS),
     ("modify", "group"): ("name", *GROUP_SETTINGS, LIMITS),
     ("modify", "user"): ("name", "tenant", "group", "role"),
     ("delete", "tenant"): ("name",),
@@ -301,7 +301,7 @@ def describe_limits(target: AssociationLimits) -> dict[str, str]:
 
 
 def describe_tenant(tenant: Tenant) -> dict[str, str]:
-    return {"Description": tenant.description, **describe_limits(tenant)}
+    return {"Description": tenant.description, "Fairshare": str(tenant.shares), **describe_limits(tenant)}
 
 
 def describe_group(group: Group) -> dict[str, str]:
@@ -344,9 +344,10 @@ def modified_lines(kind: str, who: str, before: dict[str, str], after: dict[str,
 def plan_create_tenant(request: Request) -> Plan:
     name = request.require_name()
     description = request.options.get("description", "")
+    shares = positive_int("fairshare", request.options.get("fairshare", "1"))
 
     def apply() -> list[str]:
-        tenant = services.tenant_create(actor=None, name=name, description=description)
+        tenant = services.tenant_create(actor=None, name=name, description=description, shares=shares)
         if request.limits:
             tenant = services.limits_set(actor=None, target=tenant, changes=request.limits)
         return [" Adding Tenant(s)", f"  {name}", *settings_lines(describe_tenant(tenant))]
@@ -420,10 +421,18 @@ def plan_create_user(request: Request) -> Plan:
 
 def plan_modify_tenant(request: Request) -> Plan:
     tenant = get_tenant(request.require_name())
+    settings: dict[str, object] = {}
+    if "fairshare" in request.options:
+        settings["shares"] = positive_int("fairshare", request.options["fairshare"])
+    if "description" in request.options:
+        settings["description"] = request.options["description"]
 
     def apply() -> list[str]:
         before = describe_tenant(tenant)
-        after = describe_tenant(services.limits_set(actor=None, target=tenant, changes=request.limits))
+        changed = services.tenant_update(actor=None, tenant=tenant, **settings) if settings else tenant
+        if request.limits:
+            changed = services.limits_set(actor=None, target=changed, changes=request.limits)
+        after = describe_tenant(changed)
         return modified_lines("tenant", f"T = {tenant.name}", before, after)
 
     return apply
