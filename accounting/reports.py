@@ -7,11 +7,13 @@ import io
 from datetime import datetime, timedelta
 
 from accounting import core, selectors
+from accounting.windows import STEPS
 
 USED_METHOD = (
     "used = allocated x mean accelerator utilisation measured by monitoring; runs without samples are 'not measured' "
     "and left out of used and efficiency"
 )
+STEP_NAMES = {delta: name for name, delta in STEPS.items()}
 CSV_COLUMNS = ("name", "allocated_minutes", "allocated_hours", "measured_hours", "used_hours", "efficiency", "jobs")
 
 
@@ -75,6 +77,7 @@ def series(
         "start": window.start,
         "end": window.end,
         "step_seconds": int(step.total_seconds()),
+        "step": STEP_NAMES.get(step, f"{int(step.total_seconds())} s"),
         "by": dimension,
         "times": starts,
         "series": [{"name": name, "allocated_hours": [_hours(v) for v in points]} for name, points in values.items()],

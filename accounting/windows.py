@@ -1,6 +1,6 @@
 """Report windows as people type them (sreport's -S/-E): dates, date-times, ``now``, ``today``, ``-7d``.
 
-Naive times are UTC. The default window is the last 7 days up to now, to the minute.
+Naive times are UTC. The default window is the 7 days up to now (to the minute, rounded up).
 """
 
 from __future__ import annotations
@@ -60,7 +60,9 @@ def parse_when(text: str, now: datetime) -> datetime:
 
 def parse_window(start: str | None, end: str | None, now: datetime) -> Window:
     """The window from -S/-E text, either may be empty. Raises WindowError naming the field."""
-    now = now.replace(second=0, microsecond=0)
+    # To the minute, rounded up: a job that started seconds ago is inside "the last hour".
+    minute = now.replace(second=0, microsecond=0)
+    now = minute if minute == now else minute + timedelta(minutes=1)
     try:
         end_at = parse_when(end, now) if end else now
     except ValueError as exc:

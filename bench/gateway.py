@@ -24,6 +24,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -165,7 +166,9 @@ def _measure_once(url: str, concurrency: int, duration: float) -> dict:
 
 
 def _wrk(url: str, concurrency: int, duration: float) -> dict:
-    script = ROOT / "bench" / "_gateway_wrk.lua"
+    handle, name = tempfile.mkstemp(suffix=".lua", prefix="aipool-gateway-bench-")
+    os.close(handle)
+    script = Path(name)
     script.write_text(
         f'wrk.method = "POST"\nwrk.body = {json.dumps(BODY.decode())}\n'
         f'wrk.headers["Authorization"] = "Bearer {KEY}"\nwrk.headers["Content-Type"] = "application/json"\n'

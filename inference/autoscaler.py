@@ -136,9 +136,7 @@ def decide(inputs: Inputs, state: ScalerState, policy: Policy | None = None) -> 
         if stable != stable_wanted:
             notes.append(f"scale-down bounded to {stable} (at most 1/{policy.max_scale_down_rate:g} per decision)")
 
-    desired, bound_note = _within_bounds(desired, inputs.min_replicas, inputs.max_replicas)
-    if bound_note:
-        notes.append(bound_note)
+    # Before [min, max]: a max lowered since those decisions still binds.
     if policy.scale_down_delay_s > 0:
         recent = tuple((t, n) for t, n in state.recent if inputs.now - t < policy.scale_down_delay_s)
         recent += ((inputs.now, desired),)
@@ -147,6 +145,9 @@ def decide(inputs: Inputs, state: ScalerState, policy: Policy | None = None) -> 
         if held > desired:
             notes.append(f"held at {held} for the {policy.scale_down_delay_s:g} s scale-down delay")
             desired = held
+    desired, bound_note = _within_bounds(desired, inputs.min_replicas, inputs.max_replicas)
+    if bound_note:
+        notes.append(bound_note)
     desired, blocked_message = _within_quota(desired, inputs)
     if blocked_message:
         notes.append(blocked_message)

@@ -32,7 +32,7 @@ from inference.models import (
     ServiceState,
 )
 from inference.placement import replica_job_spec
-from inference.rollout import ReplicaView, plan, service_state
+from inference.rollout import ReplicaView, crash_backoff_s, plan, service_state
 from portal.env import env_int, env_str
 from vocab.states import FINAL_STATES, JobState
 
@@ -118,7 +118,8 @@ def reconcile_service(service_id: int) -> dict | None:
             replace_before_s=_replace_before(service, replicas),
         )
         _drain(replicas, decided.drain, now)
-        started, submit_error = _start(service, decided.start)
+        wait = _crash_wait(service, now)
+        started, submit_error = (0, wait) if wait and decided.start else _start(service, decided.start)
         _set_status(service, now, failures, submit_error)
         return {"started": started, "drained": len(decided.drain), "failed": len(failures)}
 
@@ -152,7 +153,7 @@ def _sync(replica: Replica, probed: tuple[str, bool] | None, now) -> str:
     """Record what the job and the probe say; returns a failure message, or ""."""
     job = replica.job
     if job is None or job.state in FINAL_STATES:
-        ended = "its job is gone" if job is None else f"its job {job.pk} ended {job.state}"
+        ended = "its job is gone" if job is None else f"its job {job.pk} ended {job.state} (aipool logs {job.pk})"
         if replica.state == ReplicaState.DRAINING:
             _move(replica, ReplicaState.TERMINATED)
             return ""
@@ -200,6 +201,32 @@ def _finish_drains(replicas: list[Replica], now) -> None:
             _move(replica, ReplicaState.TERMINATED)
 
 
+CRASH_WINDOW = timedelta(minutes=10)
+
+
+def _crash_wait(service: InferenceService, now) -> str:
+    """Why no replica is started now (a crash loop's backoff), or ""."""
+    crashes = list(
+        service.replicas.filter(
+            generation=service.generation,
+            state=ReplicaState.FAILED,
+            ready_at__isnull=True,
+            updated_at__gte=now - CRASH_WINDOW,
+        )
+        .order_by("-updated_at")
+        .values_list("updated_at", "message")[:20]
+    )
+    if not crashes:
+        return ""
+    left = crash_backoff_s(len(crashes)) - (now - crashes[0][0]).total_seconds()
+    if left <= 0:
+        return ""
+    return (
+        f"{len(crashes)} replicas failed before they were ready in the last 10 minutes; next attempt in "
+        f"{left:.0f} s. Last: {crashes[0][1]}"
+    )
+
+
 def _start(service: InferenceService, count: int) -> tuple[int, str]:
     """Submit `count` replica jobs; stops at the first refusal and returns (started, why it stopped)."""
     if count and service.run_as is None:
@@ -232,7 +259,7 @@ def _job_spec(service: InferenceService, replica: Replica):
     python = env_str("AIPOOL_INFERENCE_PYTHON", sys.executable)
     bind = env_str("AIPOOL_INFERENCE_BIND", "127.0.0.1")
     command = (
-        f"exec {python} -m ai_platform.serving --model-dir \"$AIPOOL_MODEL_SERVE_PATH\" --name {service.name} "
+        f'exec {python} -m ai_platform.serving --model-dir "$AIPOOL_MODEL_SERVE_PATH" --name {service.name} '
         f"--host {bind} --port 0 --url-file {url_file(replica.pk)}"
     )
     return replica_job_spec(

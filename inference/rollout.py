@@ -67,3 +67,12 @@ def service_state(
     if previous == "PENDING":
         return "PENDING"
     return "DEGRADED"
+
+
+def crash_backoff_s(recent_crashes: int, *, base_s: float = 5.0, cap_s: float = 300.0) -> float:
+    """How long to wait after the last replica that died before it was ever ready (a model that cannot load, a
+    bad image): none for the first, then 5 s, 10 s, 20 s, … up to 5 minutes — a crash loop must not flood the
+    queue with jobs."""
+    if recent_crashes < 2:
+        return 0.0
+    return min(cap_s, base_s * 2 ** (recent_crashes - 2))

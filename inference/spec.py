@@ -284,3 +284,22 @@ def _rate_limit(spec: dict, errors: _Errors) -> int:
         raw = raw.get("perKeyRps")
     value = _int(raw, "spec.rateLimit", errors, minimum=1, maximum=1_000_000, default=DEFAULT_RATE_LIMIT_RPS)
     return value or DEFAULT_RATE_LIMIT_RPS
+
+
+# Key order of the document as people write it; PostgreSQL's jsonb keeps its own order, so reads restore this one.
+_ORDER = {
+    "": ("apiVersion", "kind", "metadata", "spec"),
+    "metadata": ("name", "group"),
+    "spec": ("model", "minReplicas", "maxReplicas", "scaling", "resources", "rateLimit"),
+    "spec.scaling": ("metric", "target"),
+    "spec.resources": ("accelerator", "accelerators", "memory", "cpus"),
+}
+
+
+def ordered_document(document, path: str = ""):
+    """The stored document with its keys in the written order (unknown keys after, as they come)."""
+    if not isinstance(document, dict):
+        return document
+    order = _ORDER.get(path, ())
+    keys = [k for k in order if k in document] + [k for k in document if k not in order]
+    return {k: ordered_document(document[k], f"{path}.{k}".lstrip(".")) for k in keys}

@@ -7,7 +7,7 @@ from celery import shared_task
 
 @shared_task(acks_late=True, ignore_result=True)
 def reconcile() -> dict:
-    """Periodic (every 3 s): every service's replicas towards its desired count."""
+    """Periodic (every 5 s): every service's replicas towards its desired count."""
     from inference.reconcile import reconcile_all
 
     return reconcile_all()

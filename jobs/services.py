@@ -44,39 +44,34 @@ class SubmitCheck:
     chain: list[Tenant | Group]
 
 
-def job_submit_check(*, user, group: Group, spec: JobSpec, lock: bool = False) -> SubmitCheck:
+def job_submit_check(*, user, group: Group, spec: JobSpec) -> SubmitCheck:
     """Every check ``job_submit`` makes, without creating anything: may `user` submit to `group`, can the request ever
     run (partition, node shape, MaxTime, runtime), does it alone exceed a limit up the tree, and would it pass
-    GrpSubmitJobs. Raises PermissionDenied or ValidationError (field → messages).
-
-    ``lock=True`` (inside the submit transaction) row-locks the chain first, so the counts it checks stay true until
-    the job is created; the portal's preview reads without locks.
+    GrpSubmitJobs now. Raises PermissionDenied or ValidationError (field → messages). Reads only: no lock is taken.
     """
+    check = _static_checks(user=user, group=group, spec=spec)
+    _enforce_submit_limit(check.chain)
+    return check
+
+
+def _static_checks(*, user, group: Group, spec: JobSpec) -> SubmitCheck:
+    """The checks that do not count jobs: their answer cannot change while a submit runs."""
     _check_may_submit(user, group)
     resolved = resolve(group=group, spec=spec)
-    tenant, groups = _association_chain(group, lock=lock)
-    chain = [tenant, *groups]
+    chain = _association_chain(group)
     check_association_limits(chain=chain, spec=spec, resolved=resolved)
-    _enforce_submit_limit(chain)
     return SubmitCheck(resolved=resolved, chain=chain)
 
 
-def _association_chain(group: Group, *, lock: bool = False) -> tuple[Tenant, list[Group]]:
-    """The tenant and the group's ancestors root first, then the group, read fresh in one query.
-
-    ``lock``: also row-lock the tenant (FOR UPDATE OF the tenant only). Every submit charged to the tenant waits
-    there, so the counts checked (GrpSubmitJobs) stay true until this job is created; the tenant is the first row
-    the other lockers (tenants.services.lock_association_chain) take too, so the lock order stays fixed.
-    """
+def _association_chain(group: Group) -> list[Tenant | Group]:
+    """The tenant, then the group's ancestors root first, then the group: read fresh, in one query."""
     names = [n for n in group.path.strip("/").split("/") if n]
     groups = Group.objects.filter(tenant_id=group.tenant_id, name__in=names).select_related("tenant").order_by()
-    if lock:
-        groups = groups.select_for_update(of=("tenant",))
     by_name = {g.name: g for g in groups}
     chain = [by_name[name] for name in names if name in by_name]
     if not chain:  # the group was deleted meanwhile
         raise ValidationError({"group": [f"group {group.name} no longer exists"]})
-    return chain[0].tenant, chain
+    return [chain[0].tenant, *chain]
 
 
 def _check_may_submit(user, group: Group) -> None:
@@ -94,21 +89,28 @@ def _check_may_submit(user, group: Group) -> None:
         raise PermissionDenied(f"viewers cannot submit jobs (your role in {group.tenant.name} is viewer)")
 
 
-def _enforce_submit_limit(chain) -> None:
-    for assoc in chain:
-        if assoc.grp_submit_jobs is None:
-            continue
+def _enforce_submit_limit(chain, *, created: Job | None = None) -> None:
+    """GrpSubmitJobs up the chain. With `created` (a job this transaction just inserted, so counted), race-free:
+    the tenant's row is locked first, so every submit to the tenant counts after the one before it committed."""
+    limited = [assoc for assoc in chain if assoc.grp_submit_jobs is not None]
+    if not limited:
+        return  # nothing is counted, so nothing needs the lock: submits of the tenant run in parallel
+    if created is not None:
+        # Taken last in the transaction and held only for the counts and the commit, not for the inserts.
+        list(Tenant.objects.select_for_update().filter(pk=created.tenant_id).values_list("pk"))
+    for assoc in limited:
         if isinstance(assoc, Group):
             subtree = Group.objects.filter(path__startswith=assoc.path).values("pk")
             # group IN (subtree): an index range on (group, state), not a LIKE on every active job's group row.
             active = Job.objects.active().filter(group__in=subtree).count()
         else:
             active = Job.objects.active().filter(tenant=assoc).count()
-        if active + 1 > assoc.grp_submit_jobs:
+        others = active - 1 if created is not None else active
+        if others + 1 > assoc.grp_submit_jobs:
             raise ValidationError(
                 {
                     "group": [
-                        f"{assoc.name} has {active} of {assoc.grp_submit_jobs} jobs pending or running (GrpSubmitJobs)"
+                        f"{assoc.name} has {others} of {assoc.grp_submit_jobs} jobs pending or running (GrpSubmitJobs)"
                     ]
                 }
             )
@@ -139,7 +141,7 @@ def _replay(existing: Job, digest: str) -> tuple[Job, bool]:
 
 @transaction.atomic
 def _submit(*, user, group: Group, spec: JobSpec, idempotency_key: str | None, digest: str) -> Job:
-    check = job_submit_check(user=user, group=group, spec=spec, lock=True)
+    check = _static_checks(user=user, group=group, spec=spec)
     resolved, tenant = check.resolved, check.chain[0]
     now = timezone.now()
     job = Job.objects.create(
@@ -170,6 +172,8 @@ def _submit(*, user, group: Group, spec: JobSpec, idempotency_key: str | None, d
     _attach_history(job, [event])
     audit(actor=user, action="job.submit", target=job, tenant=tenant)
     hooks.job_submitted(job=job, spec=spec, user=user)
+    # Counted with the new job in place; over the limit, the transaction (job, event, audit) is rolled back.
+    _enforce_submit_limit(check.chain, created=job)
     _after_commit_schedule()
     return job
 

@@ -214,7 +214,7 @@ CELERY_BEAT_SCHEDULE = {
     "registry-publish-outputs": {"task": "registry.tasks.publish_pending_outputs", "schedule": 30.0},
 }
 # Each app's periodic tasks: one line per app, so that each is edited by its owner only.
-CELERY_BEAT_SCHEDULE |= {"inference-reconcile": {"task": "inference.tasks.reconcile", "schedule": 3.0}}  # inference
+CELERY_BEAT_SCHEDULE |= {"inference-reconcile": {"task": "inference.tasks.reconcile", "schedule": 5.0}}  # inference
 CELERY_BEAT_SCHEDULE |= {  # gateway
     "gateway-autoscale": {"task": "gateway.tasks.autoscale", "schedule": float(env_int("AIPOOL_AUTOSCALE_SECONDS", 2))},
 }

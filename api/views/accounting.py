@@ -76,6 +76,7 @@ class SeriesSerializer(serializers.Serializer):
     start = serializers.DateTimeField()
     end = serializers.DateTimeField()
     step_seconds = serializers.IntegerField()
+    step = serializers.CharField(help_text="hour, day or week")
     by = serializers.CharField()
     times = serializers.ListField(child=serializers.DateTimeField(), help_text="the start of each step")
     series = SeriesLineSerializer(many=True)
@@ -127,6 +128,7 @@ SERIES_EXAMPLE = OpenApiExample(
         "start": "2026-03-01T00:00:00Z",
         "end": "2026-03-03T00:00:00Z",
         "step_seconds": 86400,
+        "step": "day",
         "by": "group",
         "times": ["2026-03-01T00:00:00Z", "2026-03-02T00:00:00Z"],
         "series": [{"name": "ai-team", "allocated_hours": [64.0, 32.0]}],

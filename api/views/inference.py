@@ -23,7 +23,7 @@ from api.permissions import require_change
 from api.views.base import ApiViewSet
 from inference import services
 from inference.models import InferenceService, Replica, ReplicaState, ScalingEvent, ServiceKey
-from inference.spec import load_document, parse_service_spec
+from inference.spec import load_document, ordered_document, parse_service_spec
 from tenants.models import Group
 
 WHEN = "2026-03-02T09:15:04Z"
@@ -145,11 +145,15 @@ class InferenceServiceSerializer(serializers.ModelSerializer):
 
 
 class InferenceServiceDetailSerializer(InferenceServiceSerializer):
-    spec = serializers.JSONField(help_text="the normalised document, as applied")
+    spec = serializers.SerializerMethodField(help_text="the normalised document, as applied")
     replicas = serializers.SerializerMethodField()
 
     class Meta(InferenceServiceSerializer.Meta):
         fields = [*InferenceServiceSerializer.Meta.fields, "spec", "replicas"]
+
+    @extend_schema_field(serializers.JSONField())
+    def get_spec(self, service) -> dict:
+        return ordered_document(service.spec)
 
     @extend_schema_field(ServiceReplicaSerializer(many=True))
     def get_replicas(self, service) -> list[dict]:

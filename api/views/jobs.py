@@ -93,13 +93,11 @@ CREATE_EXAMPLES = [
 ]
 
 
-LIST_COLUMNS = (
-    *(f for f in JobSerializer.Meta.fields if f not in ("tenant", "group", "user", "partition", "runtime")),
-    *("tenant__name", "group__name", "user__username", "partition__name", "runtime__name"),
-)
-LIST_COLUMNS = tuple(
-    {"time_limit_minutes": "time_limit", "memory_per_node_mb": "memory_per_node"}.get(f, f) for f in LIST_COLUMNS
-)
+# The columns a list row is built from: JobSerializer's fields as model fields, and the related rows' names only.
+_RELATED_NAMES = {"tenant": "tenant__name", "group": "group__name", "user": "user__username",
+                  "partition": "partition__name", "runtime": "runtime__name"}  # fmt: skip
+_MODEL_FIELDS = {"time_limit_minutes": "time_limit", "memory_per_node_mb": "memory_per_node"}
+LIST_COLUMNS = tuple(dict.fromkeys(_RELATED_NAMES.get(f) or _MODEL_FIELDS.get(f, f) for f in JobSerializer.Meta.fields))
 
 # Each ordering with its tie-breaker: the cursor pages by the first field, the id keeps ties in a stable order.
 ORDERINGS = {

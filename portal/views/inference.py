@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 
+import yaml
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -17,7 +18,7 @@ from django.views.decorators.http import require_POST
 from inference import services
 from inference.models import InferenceService, ReplicaState, ServiceKey
 from inference.placement import known_accelerator_types
-from inference.spec import load_document, parse_service_spec
+from inference.spec import load_document, ordered_document, parse_service_spec
 from portal.views.common import may_change, submit_groups
 from tenants.scoping import CHANGE, VIEW
 
@@ -106,13 +107,8 @@ def _initial_text(request) -> str:
     source = request.GET.get("from", "")
     if source.isdigit():
         service = service_or_404(request.user, int(source))
-        import yaml
-
-        document = {**service.spec}
-        document["spec"] = {**document.get("spec", {})}
-        document["spec"]["resources"] = {
-            k: v for k, v in (document["spec"].get("resources") or {}).items() if k != "cpus"
-        }
+        document = ordered_document(service.spec)
+        (document.get("spec", {}).get("resources") or {}).pop("cpus", None)
         return yaml.safe_dump(document, sort_keys=False)
     return example_yaml(request.user)
 
@@ -163,6 +159,7 @@ def service_detail(request, pk: int):
     context = _live_context(request, service)
     context.update(
         {
+            "spec_yaml": yaml.safe_dump(ordered_document(service.spec), sort_keys=False),
             "keys": ServiceKey.objects.visible_to(request.user).filter(service=service).select_related("created_by"),
             "may_change": may_change(request.user, service),
             "new_key": request.session.pop(f"isvc-new-key-{service.pk}", None),

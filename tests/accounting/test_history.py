@@ -151,6 +151,16 @@ def test_budget_burn_down_forecasts_linearly(world, api, settings):
     assert "ai-team" in result.output and "forecast: linear" in result.output
 
 
+def test_the_page_shows_budgets_of_visible_groups_only(world, client):
+    world.ai_team.grp_tres_mins = {"gres/accelerator": 100_000}
+    world.ai_team.save()
+    client.force_login(world.alice)
+    assert "100000" in client.get("/usage/").content.decode()
+    client.force_login(world.mallory)
+    page = client.get("/usage/").content.decode()
+    assert "100000" not in page and "ai-team" not in page
+
+
 def test_used_hours_come_from_monitoring_samples(world, api):
     from monitoring.models import MINUTE, RAW, MetricSample
 
@@ -169,3 +179,13 @@ def test_used_hours_come_from_monitoring_samples(world, api):
     assert rows["alice"]["used_hours"] == pytest.approx(16 * 0.6) and rows["alice"]["efficiency"] == 0.6
     assert rows["bob"]["used_hours"] is None and rows["bob"]["measured_hours"] == 0
     assert report["total"]["measured_hours"] == 16.0 and report["total"]["allocated_hours"] == 32.0
+
+
+def test_the_report_costs_the_same_queries_for_a_long_history(history, api, django_assert_max_num_queries):
+    for day in range(2, 5):
+        for hour in range(0, 24, 3):
+            JobRunFactory(user=history.bob, group=history.ai_team, started_at=at(day, hour), ended_at=at(day, hour + 1))
+    client = api(history.ada)
+    with django_assert_max_num_queries(12):
+        report = client.get("/api/v1/accounting/usage/", {"start": START, "end": END, "by": "user"}).json()
+    assert by_name(report["rows"])["bob"]["jobs"] == 2 + 24

@@ -7,9 +7,9 @@ from accounting.windows import WindowError, parse_step, parse_window
 NOW = datetime(2026, 3, 10, 12, 34, 56, tzinfo=UTC)
 
 
-def test_default_window_is_the_last_week_to_the_minute():
+def test_default_window_is_the_last_week_to_the_minute_rounded_up():
     window = parse_window(None, None, NOW)
-    assert window.end == datetime(2026, 3, 10, 12, 34, tzinfo=UTC)
+    assert window.end == datetime(2026, 3, 10, 12, 35, tzinfo=UTC)
     assert window.end - window.start == timedelta(days=7)
 
 
@@ -21,7 +21,7 @@ def test_default_window_is_the_last_week_to_the_minute():
         ("2026-03-01T08:30+02:00", datetime(2026, 3, 1, 6, 30, tzinfo=UTC)),
         ("today", datetime(2026, 3, 10, tzinfo=UTC)),
         ("yesterday", datetime(2026, 3, 9, tzinfo=UTC)),
-        ("-2d", datetime(2026, 3, 8, 12, 34, tzinfo=UTC)),
+        ("-2d", datetime(2026, 3, 8, 12, 35, tzinfo=UTC)),
     ],
 )
 def test_start_formats(text, expected):

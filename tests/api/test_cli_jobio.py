@@ -19,7 +19,7 @@ def test_submit_with_an_input_and_an_output(world, aipool):  # noqa: F811
     assert code == 0, err
     job = Job.objects.get(pk=int(out))
     (read,) = JobInput.objects.filter(job=job)
-    assert (read.version.number, read.env_name) == (1, "BASE")  # the alias resolved at submit time
+    assert (read.version.number, read.env_name) == (1, "AIPOOL_MODEL_BASE_PATH")  # the alias resolved at submit
     (written,) = JobOutput.objects.filter(job=job)
     assert (written.checkpoint, written.aliases) == ("final", ["candidate"])
 

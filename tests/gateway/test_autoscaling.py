@@ -215,6 +215,6 @@ def test_the_scale_down_delay_is_remembered_between_runs(service, monkeypatch):
     assert run_autoscaler(now=NOW) == {service.pk: 3}
     TrafficWindow.objects.all().delete()
     assert run_autoscaler(now=NOW + 10) == {service.pk: 3}  # no traffic, but held by the delay
-    # What each decision asked for, before the hold: the delay takes the highest of them.
-    assert AutoscalerState.objects.get(service=service).recent == [[NOW, 3], [NOW + 10, 2]]
+    # What each decision asked for, before the hold and [min, max]: the delay takes the highest of them.
+    assert AutoscalerState.objects.get(service=service).recent == [[NOW, 3], [NOW + 10, 1]]
     assert run_autoscaler(now=NOW + 31) == {service.pk: 2}

@@ -203,7 +203,8 @@ def random_state(draw) -> ScalerState:
     if draw(st.booleans()):
         return ScalerState()
     since = draw(st.floats(min_value=0, max_value=1e6))
-    return ScalerState(panic_since=since, panic_last_over=since, panic_max=draw(counts))
+    recent = tuple(draw(st.lists(st.tuples(st.floats(min_value=0, max_value=1e6), counts), max_size=5)))
+    return ScalerState(panic_since=since, panic_last_over=since, panic_max=draw(counts), recent=recent)
 
 
 @settings(max_examples=400, deadline=None)

@@ -199,3 +199,17 @@ def test_replicas_near_their_time_limit_are_renewed(world, fake):
     reconcile_service(service.pk)
     old.refresh_from_db()
     assert old.state in ("DRAINING", "TERMINATED")
+
+
+def test_replicas_that_crash_before_ready_are_retried_with_backoff(service, fake):
+    reconcile_service(service.pk)
+    for replica in live(service):
+        Job.objects.filter(pk=replica.job_id).update(state="FAILED", ended_at=timezone.now())
+    summary = reconcile_service(service.pk)
+    assert (summary["failed"], summary["started"]) == (2, 0)  # two crashes: wait before the next attempt
+    service.refresh_from_db()
+    condition = service.condition("ReplicaFailure")
+    assert "2 replicas failed before they were ready" in condition["message"]
+    assert "next attempt in 5 s" in condition["message"] and "aipool logs" in condition["message"]
+    Replica.objects.filter(state="FAILED").update(updated_at=timezone.now() - timedelta(seconds=6))
+    assert reconcile_service(service.pk)["started"] == 2

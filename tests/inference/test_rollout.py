@@ -1,6 +1,6 @@
 """The replica plan (pure): scale up and down, replace failures, roll generations without a gap, renew expiring jobs."""
 
-from inference.rollout import Plan, ReplicaView, plan, service_state
+from inference.rollout import Plan, ReplicaView, crash_backoff_s, plan, service_state
 
 
 def views(*rows):
@@ -63,3 +63,7 @@ def test_service_state_follows_its_replicas():
     assert state(previous="READY", desired=5, ready_current=3, ready_total=3) == "READY"  # scaling up
     assert state(previous="READY", ready_current=1, ready_total=1) == "DEGRADED"
     assert state(previous="READY", ready_current=0, ready_total=2, retiring=2) == "UPDATING"
+
+
+def test_crash_backoff_doubles_up_to_five_minutes():
+    assert [crash_backoff_s(n) for n in (0, 1, 2, 3, 4, 10)] == [0.0, 0.0, 5.0, 10.0, 20.0, 300.0]

@@ -1,10 +1,12 @@
 """``job_submit_check``: the one rule behind a submit and the portal's preview; it creates nothing."""
 
 import ast
+import threading
 from pathlib import Path
 
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import connection
 
 from jobs.models import Job, JobEvent
 from jobs.services import job_submit, job_submit_check
@@ -72,10 +74,40 @@ def test_the_portal_imports_the_public_check_only():
 
 
 def test_a_submit_stays_within_its_query_budget(world, django_assert_max_num_queries):
-    limits_set(actor=None, target=world.ai_team, changes={"grp_submit_jobs": 100})
     job_submit(user=world.alice, group=world.ai_team, spec=spec(), idempotency_key="warm")
-    # Idempotency lookup, allowed partitions, node shape, chain (+ tenant lock), GrpSubmitJobs count, job, event,
-    # audit, and the savepoint pair of the test's transaction; the memberships were read before (by the request in
-    # the API), the pass-request flag is set after commit. It was 13 before the merges.
-    with django_assert_max_num_queries(10):
+    # Idempotency lookup, allowed partitions, node shape, chain, job, event, audit, and the savepoint pair of the
+    # test's transaction; the memberships were read before (by the request in the API), the pass-request flag is set
+    # after commit. No GrpSubmitJobs: nothing is counted and no lock is taken.
+    with django_assert_max_num_queries(9):
         job_submit(user=world.alice, group=world.ai_team, spec=spec(), idempotency_key="k1")
+    limits_set(actor=None, target=world.ai_team, changes={"grp_submit_jobs": 100})
+    # With GrpSubmitJobs: the tenant's row lock and the count, taken last (it was 13 queries before, lock first).
+    with django_assert_max_num_queries(11):
+        job_submit(user=world.alice, group=world.ai_team, spec=spec(), idempotency_key="k2")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_submits_never_pass_grp_submit_jobs(world):
+    if connection.vendor != "postgresql":
+        pytest.skip("needs a database that serves concurrent connections (PostgreSQL)")
+    limits_set(actor=None, target=world.ai_team, changes={"grp_submit_jobs": 3})
+    refused = []
+    barrier = threading.Barrier(8)
+
+    def submit_one(index):
+        barrier.wait()
+        try:
+            job_submit(user=world.alice, group=world.ai_team, spec=spec(name=f"race{index}"))
+        except ValidationError as exc:
+            refused.append(exc.message_dict["group"][0])
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=submit_one, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert Job.objects.filter(group=world.ai_team).count() == 3
+    assert len(refused) == 5 and all("has 3 of 3 jobs" in message for message in refused)
+    assert JobEvent.objects.count() == 3 and AuditLog.objects.filter(action="job.submit").count() == 3

@@ -109,3 +109,31 @@ def test_one_jobs_broken_reading_does_not_stop_the_others(world, backend):
     result = sample_running_jobs(backend_for=lambda name: Flaky())
     assert result["skipped"] == 1
     assert list(MetricSample.objects.values_list("job_id", flat=True)) == [second.pk]
+
+
+def test_a_sampling_pass_costs_the_same_queries_for_one_job_or_five(world, backend):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from monitoring.services import evaluate_idle
+
+    def queries_for_one_pass() -> int:
+        backend.readings = [usage(T0 + 10 * (1 + MetricSample.objects.count()), cpu=1.0, rank=r) for r in range(8)]
+        with CaptureQueriesContext(connection) as captured:
+            sample(backend)
+            evaluate_idle(now=T0 + 100)
+        return len(captured)
+
+    running_job(world.alice, world.ai_team, started_at=T0)
+    one = queries_for_one_pass()
+    for _ in range(4):
+        running_job(world.alice, world.ai_team, started_at=T0)
+    assert queries_for_one_pass() == one
+
+
+def test_health_reads_a_fixed_number_of_queries(world, backend, django_assert_max_num_queries):
+    job = running_job(world.alice, world.ai_team, started_at=T0)
+    backend.readings = [usage(T0 + 10, cpu=1.0, rank=r) for r in range(8)]
+    sample(backend)
+    with django_assert_max_num_queries(4):
+        job_health(job)

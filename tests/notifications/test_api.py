@@ -74,3 +74,16 @@ def test_ping_queues_a_delivery_and_delete_removes_the_endpoint(world, api):
     assert client.patch(f"{HOOKS}{hook['id']}/", {"active": False}, format="json").json()["active"] is False
     assert client.delete(f"{HOOKS}{hook['id']}/").status_code == 204
     assert client.get(f"{HOOKS}{hook['id']}/").status_code == 404
+
+
+def test_the_delivery_log_costs_the_same_queries_for_many_deliveries(world, api, django_assert_max_num_queries):
+    from notifications.sending import attempt
+    from notifications.services import endpoint_create, ping
+
+    endpoint, _ = endpoint_create(user=world.alice, url="http://127.0.0.1:9/closed")
+    for _ in range(8):
+        attempt(ping(user=world.alice, endpoint=endpoint).pk, 1)
+    client = api(world.alice)
+    with django_assert_max_num_queries(8):
+        body = client.get(DELIVERIES).json()
+    assert len(body["results"]) == 8 and all(len(d["attempt_log"]) == 1 for d in body["results"])

@@ -13,7 +13,7 @@
     var series = [{}];
     var columns = [xs];
     data.series.forEach(function (line, i) {
-      series.push({ label: line.name, stroke: PALETTE[i % PALETTE.length], width: 2, value: function (u, v) { return v == null ? "–" : v.toFixed(2) + " h"; } });
+      series.push({ label: line.name, stroke: PALETTE[i % PALETTE.length], width: 2, points: { show: xs.length < 60 }, value: function (u, v) { return v == null ? "–" : v.toFixed(2) + " h"; } });
       columns.push(line.allocated_hours);
     });
     var width = Math.max(320, target.clientWidth || 800);
@@ -22,7 +22,13 @@
       height: 300,
       series: series,
       axes: [{}, { label: "accelerator-hours" }],
-      scales: { x: { time: true } },
+      // The page speaks UTC; so does its chart, whatever the browser's zone.
+      tzDate: function (ts) { return uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"); },
+      // The whole window, even when usage covers one step of it (uPlot would stretch a lone point over years).
+      scales: {
+        x: { time: true, range: function () { return [Date.parse(data.start) / 1000, Date.parse(data.end) / 1000]; } },
+        y: { range: function (u, min, max) { return [0, Math.max(max, 0.01) * 1.1]; } },
+      },
     }, columns, target);
     window.addEventListener("resize", function () {
       chart.setSize({ width: Math.max(320, target.clientWidth), height: 300 });
