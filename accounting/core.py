@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+HORIZON_DAYS = 100 * 365  # forecasts further out than this say "never at this rate"
 DIMENSIONS = ("cluster", "tenant", "group", "user", "partition")
 
 
@@ -124,6 +125,15 @@ def series_by(
     return starts, dict(sorted(series.items()))
 
 
+def charged_seconds(runs: Iterable[tuple[datetime, datetime | None, int]], *, until: datetime) -> float:
+    """Accelerator-seconds of (start, end, accelerators) runs up to `until`; a run without an end counts up to it."""
+    total = 0.0
+    for start, end, accelerators in runs:
+        stop = until if end is None else min(end, until)
+        total += max(0.0, (stop - start).total_seconds()) * accelerators
+    return total
+
+
 @dataclass(frozen=True)
 class Forecast:
     """A GrpTRESMins budget: spent, left, the recent burn rate and when it runs out at that rate."""
@@ -151,6 +161,7 @@ def forecast(*, budget_minutes: int, spent_minutes: float, recent_minutes: float
     remaining = budget_minutes - spent_minutes
     if remaining <= 0:
         return Forecast(budget_minutes, spent_minutes, burn_per_day, now, method)
-    if burn_per_day <= 0:
+    if burn_per_day <= 0 or remaining / burn_per_day > HORIZON_DAYS:
+        # A trickle would run out after the calendar does: as good as never.
         return Forecast(budget_minutes, spent_minutes, burn_per_day, None, method)
     return Forecast(budget_minutes, spent_minutes, burn_per_day, now + timedelta(days=remaining / burn_per_day), method)

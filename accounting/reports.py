@@ -105,4 +105,5 @@ def _budget_data(budget: selectors.Budget) -> dict:
         "spent_percent": round(100 * burn.spent_fraction, 1),
         "burn_per_day": round(burn.burn_per_day, 1),
         "runs_out_at": burn.runs_out_at,
+        "burn_down": [{"at": at, "remaining_minutes": round(left)} for at, left in budget.burn_down],
     }

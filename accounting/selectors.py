@@ -112,39 +112,52 @@ class Budget:
     group: Group
     forecast: core.Forecast
     lookback: timedelta
+    # (when, budget minutes left then): one point a day over the lookback, ending now — the burn-down so far.
+    burn_down: list[tuple[datetime, float]]
 
 
-def _charged_seconds(jobs, *, until: datetime) -> float:
-    """Accelerator-seconds of runs up to `until`; running jobs count up to `until`."""
-    total = 0.0
-    for started, ended, accelerators in jobs.values_list(
-        "started_at", "ended_at", F("nodes") * F("accelerators_per_node")
-    ):
-        end = min(ended or until, until)
-        total += max(0.0, (end - started).total_seconds()) * accelerators
-    return total
+def _group_runs(group: Group) -> list[tuple[datetime, datetime | None, int]]:
+    runs = Job.objects.under_group_path(group.path).exclude(started_at=None)
+    return list(runs.values_list("started_at", "ended_at", F("nodes") * F("accelerators_per_node")))
 
 
 def group_budget(group: Group, *, now: datetime, lookback: timedelta | None = None) -> core.Forecast:
     """The group's accelerator GrpTRESMins budget: spent by its subtree (running jobs up to now, in time-limit
     minutes as the scheduler counts them) and a linear forecast at the mean burn rate of the last `lookback`."""
-    lookback = lookback or timedelta(days=budget_lookback_days())
+    return _budget(group, _group_runs(group), now=now, lookback=lookback or timedelta(days=budget_lookback_days()))
+
+
+def _budget(group: Group, runs, *, now: datetime, lookback: timedelta) -> core.Forecast:
     minute = float(settings.AIPOOL_SECONDS_PER_MINUTE)
-    runs = Job.objects.under_group_path(group.path).exclude(started_at=None)
-    spent = _charged_seconds(runs, until=now) / minute
-    since = now - lookback
-    recent_runs = runs.filter(Q(ended_at=None) | Q(ended_at__gt=since))
-    recent = (_charged_seconds(recent_runs, until=now) - _charged_seconds(recent_runs, until=since)) / minute
+    spent = core.charged_seconds(runs, until=now) / minute
+    recent = spent - core.charged_seconds(runs, until=now - lookback) / minute
     budget = (group.grp_tres_mins or {}).get(ACCEL) or 0
     return core.forecast(budget_minutes=budget, spent_minutes=spent, recent_minutes=recent, lookback=lookback, now=now)
 
 
+def _burn_down(group: Group, runs, *, now: datetime, lookback: timedelta) -> list[tuple[datetime, float]]:
+    minute = float(settings.AIPOOL_SECONDS_PER_MINUTE)
+    budget = (group.grp_tres_mins or {}).get(ACCEL) or 0
+    days = max(1, round(lookback.total_seconds() / 86400))
+    moments = [now - lookback + index * (lookback / days) for index in range(days + 1)]
+    return [(at, budget - core.charged_seconds(runs, until=at) / minute) for at in moments]
+
+
 def budgets(user, *, now: datetime, lookback: timedelta | None = None) -> list[Budget]:
-    """Every group `user` may see that has an accelerator GrpTRESMins budget, with its burn-down forecast."""
+    """Every group `user` may see that has an accelerator GrpTRESMins budget, with its burn-down and forecast."""
     lookback = lookback or timedelta(days=budget_lookback_days())
     groups = Group.objects.visible_to(user).select_related("tenant").order_by("tenant__name", "name")
-    return [
-        Budget(group=group, forecast=group_budget(group, now=now, lookback=lookback), lookback=lookback)
-        for group in groups
-        if (group.grp_tres_mins or {}).get(ACCEL)
-    ]
+    answer = []
+    for group in groups:
+        if not (group.grp_tres_mins or {}).get(ACCEL):
+            continue
+        runs = _group_runs(group)
+        answer.append(
+            Budget(
+                group=group,
+                forecast=_budget(group, runs, now=now, lookback=lookback),
+                lookback=lookback,
+                burn_down=_burn_down(group, runs, now=now, lookback=lookback),
+            )
+        )
+    return answer

@@ -15,6 +15,9 @@ from accounting.core import Window
 DEFAULT_DAYS = 7
 MAX_DAYS = 3660
 MAX_BUCKETS = 2000
+# Far enough for any history, and far from datetime's year 9999, where a step past the end would overflow.
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST = datetime(9000, 1, 1, tzinfo=UTC)
 STEPS = {"hour": timedelta(hours=1), "day": timedelta(days=1), "week": timedelta(days=7)}
 _RELATIVE = re.compile(r"^-(\d{1,5})([mhdw])$")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -71,6 +74,9 @@ def parse_window(start: str | None, end: str | None, now: datetime) -> Window:
         start_at = parse_when(start, now) if start else end_at - timedelta(days=DEFAULT_DAYS)
     except ValueError as exc:
         raise WindowError("start", str(exc)) from exc
+    for field, moment in (("start", start_at), ("end", end_at)):
+        if not EARLIEST <= moment <= LATEST:
+            raise WindowError(field, f"{moment:%Y-%m-%d} is outside {EARLIEST:%Y} to {LATEST:%Y}")
     if end_at <= start_at:
         raise WindowError(
             "end", f"the end ({end_at:%Y-%m-%dT%H:%M}Z) must be after the start ({start_at:%Y-%m-%dT%H:%M}Z)"

@@ -36,15 +36,16 @@ def _check_kind(ctx: click.Context, kind: str) -> None:
         raise click.UsageError(f"unknown kind {kind!r}: use isvc (inference services)", ctx)
 
 
-def _post_yaml(client: Client, text: str, group: str | None) -> tuple[dict, int]:
+def _post_yaml(client: Client, text: str, group: str | None, model: str | None = None) -> tuple[dict, int]:
     headers = {"Content-Type": "application/yaml"}
+    params = {k: v for k, v in (("group", group), ("model", model)) if v}
     try:
         response = client._http.request(
             "POST",
             client._url(SERVICES),
             content=text.encode(),
             headers=headers,
-            params={"group": group} if group else None,
+            params=params or None,
         )
     except httpx.TransportError as exc:
         raise AipoolError(
@@ -79,16 +80,19 @@ def _read(path: str) -> str:
     "-f", "--filename", "path", required=True, metavar="FILE", help="The InferenceService YAML (- for stdin)."
 )
 @click.option("-A", "--account", "group", metavar="GROUP", help="The group that runs it, if the file does not say.")
+@click.option(
+    "--model", metavar="REF", help="The model to serve (acme/classifier:production), if the file does not say."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the service as JSON.")
 @click.pass_context
-def apply_command(ctx, path, group, as_json) -> None:
+def apply_command(ctx, path, group, model, as_json) -> None:
     """Create or update an inference service from its YAML (like kubectl apply).
 
     \b
       aipool apply -f image-classifier.yaml
-      aipool apply -f service.yaml -A ai-team
+      aipool apply -f service.yaml -A ai-team --model acme/classifier:production
     """
-    body, status = _post_yaml(_client(ctx), _read(path), group)
+    body, status = _post_yaml(_client(ctx), _read(path), group, model)
     if _json_wanted(ctx, as_json):
         click.echo(json.dumps(body, indent=2))
         return

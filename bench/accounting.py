@@ -141,9 +141,7 @@ def bench_webhook(repeat: int) -> None:
             sending.attempt(delivery_id, 1)
             times.append((time.perf_counter() - started) * 1000)
         median = statistics.median(times)
-        print(
-            f"webhook: one signed attempt to a local receiver (claim, sign, POST, log), {repeat}x: {median:.1f} ms"
-        )
+        print(f"webhook: one signed attempt to a local receiver (claim, sign, POST, log), {repeat}x: {median:.1f} ms")
     finally:
         receiver.stop()
         connection.creation.destroy_test_db(old_name, verbosity=0)

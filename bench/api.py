@@ -295,7 +295,7 @@ INSERT INTO jobs_job (
     id, tenant_id, group_id, user_id, partition_id, name, nodes, accelerators_per_node, cpus_per_node,
     memory_per_node, time_limit, topology_aware, max_switches, command, script, environment, runtime_id,
     state, reason, exit_code, submitted_at, eligible_at, started_at, ended_at, allocation, nodelist, switches,
-    backend, backend_job_id, run_count, idempotency_key, request_hash)
+    backend, backend_job_id, run_count, idempotency_key, request_hash, priority)
 SELECT
     i, b.tenant_id, b.group_id, b.user_id,
     %(partition)s, 'bench-' || i, 1 + i %% 2, 1 + i %% 8, 8, 65536, 60, false, NULL, 'python train.py', '',
@@ -305,7 +305,7 @@ SELECT
     CASE WHEN i > %(jobs)s - 200 THEN NULL WHEN i %% 50 = 0 THEN 1 ELSE 0 END,
     now() - (%(jobs)s - i) * interval '1 second', now() - (%(jobs)s - i) * interval '1 second',
     now() - (%(jobs)s - i) * interval '1 second', now() - (%(jobs)s - i) * interval '1 second',
-    '{}'::jsonb, '["node1"]'::jsonb, '["leaf0"]'::jsonb, 'local', i::text, 1, NULL, ''
+    '{}'::jsonb, '["node1"]'::jsonb, '["leaf0"]'::jsonb, 'local', i::text, 1, NULL, '', 0
 FROM generate_series(1, %(jobs)s) AS i
 JOIN bench_groups b ON b.idx = CASE
     WHEN i %% 1000 = 0 THEN -1

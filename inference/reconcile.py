@@ -34,6 +34,8 @@ from inference.models import (
 from inference.placement import replica_job_spec
 from inference.rollout import ReplicaView, crash_backoff_s, plan, service_state
 from portal.env import env_int, env_str
+from registry.models import Alias
+from tenants.services import audit
 from vocab.states import FINAL_STATES, JobState
 
 log = logging.getLogger(__name__)
@@ -109,6 +111,7 @@ def reconcile_service(service_id: int) -> dict | None:
             return None
         replicas = list(service.replicas.exclude(state__in=ENDED_REPLICA_STATES).select_related("job"))
         now = timezone.now()
+        _follow_alias(service)
         failures = [msg for r in replicas if (msg := _sync(r, probes.get(r.pk), now))]
         _finish_drains(replicas, now)
         decided = plan(
@@ -122,6 +125,33 @@ def reconcile_service(service_id: int) -> dict | None:
         started, submit_error = (0, wait) if wait and decided.start else _start(service, decided.start)
         _set_status(service, now, failures, submit_error)
         return {"started": started, "drained": len(decided.drain), "failed": len(failures)}
+
+
+def _follow_alias(service: InferenceService) -> None:
+    """A service that names an alias (``:production``, or no version: ``latest``) follows it: when the alias moves,
+    the new version rolls out like a re-apply would."""
+    alias = service.model_ref.rsplit(":", 1)[-1] if ":" in service.model_ref else Alias.LATEST
+    if not alias or alias.isdigit():
+        return
+    target = (
+        Alias.objects.filter(collection_id=service.model_version.collection_id, name=alias)
+        .values_list("version_id", flat=True)
+        .first()
+    )
+    if target is None or target == service.model_version_id:
+        return
+    previous = service.model_version_id
+    service.model_version_id, service.generation = target, service.generation + 1
+    InferenceService.objects.filter(pk=service.pk).update(
+        model_version_id=target, generation=service.generation, updated_at=timezone.now()
+    )
+    audit(
+        actor=None,
+        action="isvc.follow_alias",
+        target=service,
+        tenant=service.tenant,
+        changes={"model_version_id": [previous, target], "generation": [service.generation - 1, service.generation]},
+    )
 
 
 def _view(replica: Replica, now) -> ReplicaView:

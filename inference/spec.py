@@ -189,6 +189,18 @@ def parse_service_spec(data: dict) -> ServiceSpec:
     )
 
 
+def with_model(document: dict, model: str | None) -> dict:
+    """The seed's document as it is, plus the model to serve given beside it (``?model=``, ``--model``)."""
+    if not model:
+        return document
+    spec = document.get("spec")
+    if not isinstance(spec, dict):
+        return document
+    if spec.get("model") not in (None, model):
+        raise ValidationError({"spec.model": [f"the document says {spec['model']!r}, the request says {model!r}"]})
+    return {**document, "spec": {**spec, "model": model}}
+
+
 def _name(metadata: dict, errors: _Errors) -> str:
     name = metadata.get("name")
     if name is None:

@@ -82,6 +82,11 @@ class SeriesSerializer(serializers.Serializer):
     series = SeriesLineSerializer(many=True)
 
 
+class BurnDownPointSerializer(serializers.Serializer):
+    at = serializers.DateTimeField()
+    remaining_minutes = serializers.IntegerField()
+
+
 class BudgetSerializer(serializers.Serializer):
     group = serializers.CharField()
     tenant = serializers.CharField()
@@ -91,6 +96,7 @@ class BudgetSerializer(serializers.Serializer):
     spent_percent = serializers.FloatField()
     burn_per_day = serializers.FloatField(help_text="mean accelerator-minutes a day over the lookback")
     runs_out_at = serializers.DateTimeField(allow_null=True, help_text="null: nothing burns, it never runs out")
+    burn_down = BurnDownPointSerializer(many=True, help_text="budget left once a day over the lookback, up to now")
 
 
 class BudgetsSerializer(serializers.Serializer):
@@ -150,6 +156,11 @@ BUDGETS_EXAMPLE = OpenApiExample(
                 "spent_percent": 61.0,
                 "burn_per_day": 3900.0,
                 "runs_out_at": "2026-03-12T09:00:00Z",
+                "burn_down": [
+                    {"at": "2026-03-01T09:00:00Z", "remaining_minutes": 66300},
+                    {"at": "2026-03-02T09:00:00Z", "remaining_minutes": 62100},
+                    {"at": "2026-03-08T09:00:00Z", "remaining_minutes": 39000},
+                ],
             }
         ],
     },

@@ -23,7 +23,7 @@ from api.permissions import require_change
 from api.views.base import ApiViewSet
 from inference import services
 from inference.models import InferenceService, Replica, ReplicaState, ScalingEvent, ServiceKey
-from inference.spec import load_document, ordered_document, parse_service_spec
+from inference.spec import load_document, ordered_document, parse_service_spec, with_model
 from tenants.models import Group
 
 WHEN = "2026-03-02T09:15:04Z"
@@ -292,6 +292,12 @@ def _one(name: str, value, codes=("200",)) -> OpenApiExample:
     return OpenApiExample(name, value=value, response_only=True, status_codes=list(codes))
 
 
+MODEL_PARAMETER = OpenApiParameter(
+    "model",
+    OpenApiTypes.STR,
+    required=False,
+    description="the model to serve (acme/classifier:production), for a document without spec.model",
+)
 GROUP_PARAMETER = OpenApiParameter(
     "group", OpenApiTypes.STR, required=False, description="the group that runs it, if the document does not say"
 )
@@ -349,7 +355,7 @@ class InferenceServiceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, 
         summary="Apply an InferenceService document (YAML or JSON): create it, or update the one of that name",
         description="The seed's YAML as it is (Content-Type: application/yaml), or the same document as JSON. "
         "A change of model version or resources is a rolling update. 201 when created, 200 when updated.",
-        parameters=[GROUP_PARAMETER],
+        parameters=[GROUP_PARAMETER, MODEL_PARAMETER],
         request={
             "application/json": InferenceServiceDocumentSerializer,
             "application/yaml": InferenceServiceDocumentSerializer,
@@ -364,7 +370,7 @@ class InferenceServiceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, 
     def create(self, request, *args, **kwargs):
         if not isinstance(request.data, dict):
             raise exceptions.ValidationError({"body": ["expected an InferenceService document (an object)"]})
-        spec = parse_service_spec(request.data)
+        spec = parse_service_spec(with_model(request.data, self.request.query_params.get("model")))
         service, created = services.service_apply(user=request.user, spec=spec, group=self._group_param())
         return self._detail(service, status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 

@@ -4,15 +4,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('cluster', '0002_posix_account'),
+        ("cluster", "0002_posix_account"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='node',
-            name='accelerator_type',
-            field=models.SlugField(default='nvidia-h100-80gb', help_text="e.g. nvidia-h100-80gb: what an inference service's resources.accelerator asks for", max_length=64),
+            model_name="node",
+            name="accelerator_type",
+            field=models.SlugField(
+                default="nvidia-h100-80gb",
+                help_text="e.g. nvidia-h100-80gb: what an inference service's resources.accelerator asks for",
+                max_length=64,
+            ),
         ),
     ]

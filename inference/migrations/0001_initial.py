@@ -6,115 +6,261 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('jobs', '0005_pass_request_row'),
-        ('registry', '0001_initial'),
-        ('tenants', '0001_initial'),
+        ("jobs", "0005_pass_request_row"),
+        ("registry", "0001_initial"),
+        ("tenants", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='InferenceService',
+            name="InferenceService",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(help_text='Unique in the tenant; the gateway path /serve/<tenant>/<name>/', max_length=63)),
-                ('spec', models.JSONField(default=dict, help_text='The normalised spec, as `aipool get isvc NAME` prints it')),
-                ('model_ref', models.CharField(help_text='As written: namespace/name:version or :alias', max_length=300)),
-                ('state', models.CharField(choices=[('PENDING', 'pending (no replica ready yet)'), ('READY', 'ready (serving the current generation)'), ('UPDATING', 'updating (rolling to a new generation)'), ('DEGRADED', 'degraded (fewer ready replicas than the minimum)')], default='PENDING', max_length=10)),
-                ('min_replicas', models.PositiveIntegerField(default=1)),
-                ('max_replicas', models.PositiveIntegerField(default=1)),
-                ('scale_metric', models.CharField(choices=[('qps', 'requests per second'), ('concurrency', 'requests in flight')], default='qps', max_length=12)),
-                ('scale_target', models.PositiveIntegerField(default=100, help_text='Per replica')),
-                ('accelerator_type', models.SlugField(max_length=64)),
-                ('accelerators_per_replica', models.PositiveIntegerField(default=1)),
-                ('memory_mb', models.PositiveBigIntegerField(help_text='Per replica, MiB')),
-                ('rate_limit_rps', models.PositiveIntegerField(default=100, help_text='Per key')),
-                ('desired_replicas', models.PositiveIntegerField(default=1, help_text='Set by the autoscaler within [min, max]')),
-                ('conditions', models.JSONField(blank=True, default=list, help_text='[{"type","status","reason","message","since"}]')),
-                ('generation', models.PositiveIntegerField(default=1, help_text='Bumped when the spec or the model changes')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('group', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='inference_services', to='tenants.group')),
-                ('model_version', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='inference_services', to='registry.version')),
-                ('run_as', models.ForeignKey(blank=True, help_text='Replica jobs are submitted as this user: the last one who applied the service', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('tenant', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='inference_services', to='tenants.tenant')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "name",
+                    models.SlugField(
+                        help_text="Unique in the tenant; the gateway path /serve/<tenant>/<name>/", max_length=63
+                    ),
+                ),
+                (
+                    "spec",
+                    models.JSONField(
+                        default=dict, help_text="The normalised spec, as `aipool get isvc NAME` prints it"
+                    ),
+                ),
+                (
+                    "model_ref",
+                    models.CharField(help_text="As written: namespace/name:version or :alias", max_length=300),
+                ),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("PENDING", "pending (no replica ready yet)"),
+                            ("READY", "ready (serving the current generation)"),
+                            ("UPDATING", "updating (rolling to a new generation)"),
+                            ("DEGRADED", "degraded (fewer ready replicas than the minimum)"),
+                        ],
+                        default="PENDING",
+                        max_length=10,
+                    ),
+                ),
+                ("min_replicas", models.PositiveIntegerField(default=1)),
+                ("max_replicas", models.PositiveIntegerField(default=1)),
+                (
+                    "scale_metric",
+                    models.CharField(
+                        choices=[("qps", "requests per second"), ("concurrency", "requests in flight")],
+                        default="qps",
+                        max_length=12,
+                    ),
+                ),
+                ("scale_target", models.PositiveIntegerField(default=100, help_text="Per replica")),
+                ("accelerator_type", models.SlugField(max_length=64)),
+                ("accelerators_per_replica", models.PositiveIntegerField(default=1)),
+                ("memory_mb", models.PositiveBigIntegerField(help_text="Per replica, MiB")),
+                ("rate_limit_rps", models.PositiveIntegerField(default=100, help_text="Per key")),
+                (
+                    "desired_replicas",
+                    models.PositiveIntegerField(default=1, help_text="Set by the autoscaler within [min, max]"),
+                ),
+                (
+                    "conditions",
+                    models.JSONField(
+                        blank=True, default=list, help_text='[{"type","status","reason","message","since"}]'
+                    ),
+                ),
+                (
+                    "generation",
+                    models.PositiveIntegerField(default=1, help_text="Bumped when the spec or the model changes"),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "group",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="inference_services",
+                        to="tenants.group",
+                    ),
+                ),
+                (
+                    "model_version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="inference_services",
+                        to="registry.version",
+                    ),
+                ),
+                (
+                    "run_as",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="Replica jobs are submitted as this user: the last one who applied the service",
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="inference_services",
+                        to="tenants.tenant",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['tenant', 'name'],
+                "ordering": ["tenant", "name"],
             },
         ),
         migrations.CreateModel(
-            name='Replica',
+            name="Replica",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('generation', models.PositiveIntegerField()),
-                ('state', models.CharField(choices=[('PENDING', 'pending (job queued)'), ('STARTING', 'starting (job running, not ready yet)'), ('READY', 'ready (passes the readiness check, receives traffic)'), ('DRAINING', 'draining (no new traffic, job cancelled soon)'), ('TERMINATED', 'terminated'), ('FAILED', 'failed')], default='PENDING', max_length=10)),
-                ('url', models.CharField(blank=True, help_text='e.g. http://127.0.0.1:41234, blank until known', max_length=200)),
-                ('message', models.CharField(blank=True, help_text='Why it failed or drains', max_length=300)),
-                ('ready_at', models.DateTimeField(blank=True, null=True)),
-                ('drain_started_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('job', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='jobs.job')),
-                ('service', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='replicas', to='inference.inferenceservice')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("generation", models.PositiveIntegerField()),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("PENDING", "pending (job queued)"),
+                            ("STARTING", "starting (job running, not ready yet)"),
+                            ("READY", "ready (passes the readiness check, receives traffic)"),
+                            ("DRAINING", "draining (no new traffic, job cancelled soon)"),
+                            ("TERMINATED", "terminated"),
+                            ("FAILED", "failed"),
+                        ],
+                        default="PENDING",
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "url",
+                    models.CharField(
+                        blank=True, help_text="e.g. http://127.0.0.1:41234, blank until known", max_length=200
+                    ),
+                ),
+                ("message", models.CharField(blank=True, help_text="Why it failed or drains", max_length=300)),
+                ("ready_at", models.DateTimeField(blank=True, null=True)),
+                ("drain_started_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "job",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="jobs.job",
+                    ),
+                ),
+                (
+                    "service",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="replicas",
+                        to="inference.inferenceservice",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['service', 'id'],
+                "ordering": ["service", "id"],
             },
         ),
         migrations.CreateModel(
-            name='ScalingEvent',
+            name="ScalingEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('at', models.DateTimeField(db_index=True)),
-                ('from_replicas', models.PositiveIntegerField()),
-                ('to_replicas', models.PositiveIntegerField()),
-                ('wanted', models.PositiveIntegerField(help_text='What the metric asked for before min/max and quota caps')),
-                ('reason', models.CharField(max_length=300)),
-                ('inputs', models.JSONField(blank=True, default=dict)),
-                ('blocked_by_quota', models.BooleanField(default=False)),
-                ('service', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='scaling_events', to='inference.inferenceservice')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("at", models.DateTimeField(db_index=True)),
+                ("from_replicas", models.PositiveIntegerField()),
+                ("to_replicas", models.PositiveIntegerField()),
+                (
+                    "wanted",
+                    models.PositiveIntegerField(help_text="What the metric asked for before min/max and quota caps"),
+                ),
+                ("reason", models.CharField(max_length=300)),
+                ("inputs", models.JSONField(blank=True, default=dict)),
+                ("blocked_by_quota", models.BooleanField(default=False)),
+                (
+                    "service",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="scaling_events",
+                        to="inference.inferenceservice",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-at', '-id'],
+                "ordering": ["-at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='ServiceKey',
+            name="ServiceKey",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=64)),
-                ('prefix', models.CharField(help_text='First characters of the key, to tell keys apart', max_length=16)),
-                ('key_hash', models.CharField(max_length=64, unique=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('last_used_at', models.DateTimeField(blank=True, null=True)),
-                ('revoked_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('service', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='keys', to='inference.inferenceservice')),
-                ('tenant', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='tenants.tenant')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=64)),
+                (
+                    "prefix",
+                    models.CharField(help_text="First characters of the key, to tell keys apart", max_length=16),
+                ),
+                ("key_hash", models.CharField(max_length=64, unique=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("last_used_at", models.DateTimeField(blank=True, null=True)),
+                ("revoked_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "service",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="keys",
+                        to="inference.inferenceservice",
+                    ),
+                ),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="tenants.tenant"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['service', '-created_at', '-id'],
+                "ordering": ["service", "-created_at", "-id"],
             },
         ),
         migrations.AddConstraint(
-            model_name='inferenceservice',
-            constraint=models.UniqueConstraint(fields=('tenant', 'name'), name='one_inference_service_per_name'),
+            model_name="inferenceservice",
+            constraint=models.UniqueConstraint(fields=("tenant", "name"), name="one_inference_service_per_name"),
         ),
         migrations.AddConstraint(
-            model_name='inferenceservice',
-            constraint=models.CheckConstraint(condition=models.Q(('min_replicas__lte', models.F('max_replicas'))), name='isvc_min_le_max'),
+            model_name="inferenceservice",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("min_replicas__lte", models.F("max_replicas"))), name="isvc_min_le_max"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='inferenceservice',
-            constraint=models.CheckConstraint(condition=models.Q(('max_replicas__gte', 1)), name='isvc_max_at_least_one'),
+            model_name="inferenceservice",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("max_replicas__gte", 1)), name="isvc_max_at_least_one"
+            ),
         ),
         migrations.AddIndex(
-            model_name='replica',
-            index=models.Index(fields=['service', 'state'], name='inference_r_service_0c038f_idx'),
+            model_name="replica",
+            index=models.Index(fields=["service", "state"], name="inference_r_service_0c038f_idx"),
         ),
     ]

@@ -33,6 +33,7 @@ def test_usage_page_draws_the_chart_and_the_table(page, stack):  # noqa: F811
     from playwright.sync_api import expect
 
     _finished_job(stack)
+    stack.manage("sacctmgr", "modify", "group", "acme-research", "set", "GrpTRESMins=accelerator=100000")
     log_in(page, "alice")
     page.goto("/usage/?start=-1h&by=user&step=hour")
     row = page.locator('#usage-table tr[data-name="alice"]')
@@ -40,6 +41,8 @@ def test_usage_page_draws_the_chart_and_the_table(page, stack):  # noqa: F811
     expect(row.locator("td").last).to_have_text("1")
     expect(page.locator("#usage-chart canvas").first).to_be_visible()
     expect(page.locator("#usage-chart .u-legend")).to_contain_text("acme-research")
+    expect(page.locator(".budget-chart canvas").first).to_be_visible()
+    expect(page.locator("#budget-table")).to_contain_text("acme-research")
     screenshot(page, "h11b-usage")
     assert page.locator("a", has_text="Export CSV").get_attribute("href").startswith("/usage/export.csv?")
 

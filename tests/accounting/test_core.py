@@ -119,3 +119,10 @@ def test_forecast_without_burn_never_runs_out_and_a_spent_budget_is_out_now():
     assert idle.runs_out_at is None
     spent = core.forecast(budget_minutes=100, spent_minutes=150, recent_minutes=5, lookback=timedelta(days=7), now=NOW)
     assert spent.runs_out_at == NOW and spent.remaining_minutes == 0
+
+
+def test_a_trickle_that_would_outlast_the_calendar_never_runs_out():
+    burn = core.forecast(
+        budget_minutes=100_000, spent_minutes=0.1, recent_minutes=0.1, lookback=timedelta(days=7), now=NOW
+    )
+    assert burn.runs_out_at is None and burn.burn_per_day > 0

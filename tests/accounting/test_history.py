@@ -146,6 +146,9 @@ def test_budget_burn_down_forecasts_linearly(world, api, settings):
     runs_out = datetime.fromisoformat(budget["runs_out_at"].replace("Z", "+00:00"))
     assert abs((runs_out - now).total_seconds() / 86400 - (100_000 - 28_800) / (4800 / 7)) < 0.01
     assert "linear" in data["method"]
+    points = budget["burn_down"]
+    assert len(points) == 8  # once a day over the 7-day lookback, now included
+    assert points[0]["remaining_minutes"] == 100_000 - 24000 and points[-1]["remaining_minutes"] == 100_000 - 28_800
     assert api(world.mallory).get("/api/v1/accounting/budgets/").json()["budgets"] == []
     result = run_cli(world.alice, ["sreport", "budget"])
     assert "ai-team" in result.output and "forecast: linear" in result.output

@@ -45,3 +45,9 @@ def test_step_defaults_follow_the_window_and_too_many_points_are_refused():
     assert parse_step(None, parse_window("-30d", None, NOW)) == timedelta(days=1)
     with pytest.raises(WindowError, match="more than"):
         parse_step("hour", parse_window("-1000d", None, NOW))
+
+
+@pytest.mark.parametrize(("start", "end"), [("9999-12-24", "9999-12-31"), ("0001-01-01", "0001-01-05")])
+def test_times_at_the_calendars_edges_are_refused(start, end):
+    with pytest.raises(WindowError, match="outside"):
+        parse_window(start, end, NOW)

@@ -157,3 +157,16 @@ def test_every_inference_operation_has_examples():
                 if code.startswith("2") and "content" in response and not content.get("examples"):
                     missing.append(f"{method} {path} {code}")
     assert missing == []
+
+
+def test_the_seeds_exact_yaml_plus_the_model_beside_it(world, api, model):
+    exact = seed_yaml(**{"  model: acme/classifier:production\n": ""})
+    client = api(world.alice)
+    missing = post_yaml(client, exact)
+    assert missing.status_code == 400 and "spec.model" in missing.json()["errors"]
+    created = post_yaml(client, exact, model="acme/classifier:1")
+    assert created.status_code == 201 and created.json()["model"] == "acme/classifier:1"
+    clash = post_yaml(client, SEED_YAML, model="acme/classifier:1")
+    assert clash.json()["errors"] == {
+        "spec.model": ["the document says 'acme/classifier:production', the request says 'acme/classifier:1'"]
+    }

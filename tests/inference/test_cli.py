@@ -116,3 +116,11 @@ def test_delete(world, aipool):
     code, out, err = aipool(world.alice, "delete", "isvc", "image-classifier")
     assert code == 0 and out.strip() == 'inferenceservice "image-classifier" deleted', err
     assert not InferenceService.objects.exists()
+
+
+def test_apply_with_the_model_given_beside_the_file(world, aipool, seed_file):
+    make_model(world.alice, world.ai_team)
+    seed_file.write_text(seed_yaml(**{"  model: acme/classifier:production\n": ""}))
+    code, out, err = aipool(world.alice, "apply", "-f", str(seed_file), "--model", "acme/classifier:production")
+    assert code == 0, err
+    assert InferenceService.objects.get().model_ref == "acme/classifier:production"

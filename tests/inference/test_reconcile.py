@@ -213,3 +213,25 @@ def test_replicas_that_crash_before_ready_are_retried_with_backoff(service, fake
     assert "next attempt in 5 s" in condition["message"] and "aipool logs" in condition["message"]
     Replica.objects.filter(state="FAILED").update(updated_at=timezone.now() - timedelta(seconds=6))
     assert reconcile_service(service.pk)["started"] == 2
+
+
+def test_a_service_following_an_alias_rolls_out_where_the_alias_moves(world, service, fake):
+    from tests.registry.helpers import publish
+
+    reconcile_service(service.pk)
+    newer = publish(world.alice, service.model_version.collection, {"model.npz": b"v2"}, aliases=["production"])
+    reconcile_service(service.pk)
+    service.refresh_from_db()
+    assert (service.model_version, service.generation) == (newer, 2)
+    assert {r.job.registry_inputs.get().version for r in live(service) if r.generation == 2} == {newer}
+
+
+def test_a_service_pinned_to_a_version_does_not_move(world, fake):
+    from tests.registry.helpers import publish
+
+    collection, first = make_model(world.alice, world.ai_team)
+    service = apply_yaml(world.alice, seed_yaml(**{"classifier:production": "classifier:1"}))[0]
+    publish(world.alice, collection, {"model.npz": b"v2"}, aliases=["production"])
+    reconcile_service(service.pk)
+    service.refresh_from_db()
+    assert (service.model_version, service.generation) == (first, 1)

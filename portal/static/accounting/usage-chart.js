@@ -35,6 +35,43 @@
     });
   }
 
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", draw);
-  else draw();
+  // GrpTRESMins burn-down: minutes left once a day over the lookback, then a dashed line to when it runs out.
+  function drawBudgets() {
+    var source = document.getElementById("budget-data");
+    if (!source || typeof uPlot === "undefined") return;
+    var data = JSON.parse(source.textContent);
+    document.querySelectorAll(".budget-chart").forEach(function (target) {
+      var budget = data.budgets[Number(target.dataset.budget)];
+      var xs = budget.burn_down.map(function (p) { return Date.parse(p.at) / 1000; });
+      var left = budget.burn_down.map(function (p) { return p.remaining_minutes; });
+      var forecast = left.map(function () { return null; });
+      forecast[forecast.length - 1] = left[left.length - 1];
+      if (budget.runs_out_at) {
+        xs.push(Date.parse(budget.runs_out_at) / 1000);
+        left.push(null);
+        forecast.push(0);
+      }
+      new uPlot({
+        title: budget.group,
+        width: Math.max(260, target.clientWidth || 360),
+        height: 180,
+        axes: [{}, { size: 70 }],
+        tzDate: function (ts) { return uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"); },
+        series: [
+          {},
+          { label: "left (min)", stroke: PALETTE[0], width: 2 },
+          { label: "forecast", stroke: PALETTE[3], width: 2, dash: [6, 4], spanGaps: true },
+        ],
+        scales: { y: { range: function (u, min, max) { return [Math.min(0, min), Math.max(max, budget.budget_minutes)]; } } },
+      }, [xs, left, forecast], target);
+    });
+  }
+
+  function drawAll() {
+    draw();
+    drawBudgets();
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", drawAll);
+  else drawAll();
 })();
