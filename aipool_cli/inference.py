@@ -115,7 +115,7 @@ def print_table(services: list[dict]) -> None:
             _ready(s),
             f"{s['min_replicas']}-{s['max_replicas']}",
             f"{s['scale_metric']}={s['scale_target']}",
-            f"{s['model']} (v{s['model_version']})",
+            f"{s['model']} (v{s['model_version'] or '?'})",
             f"{s['accelerators_per_replica']}x{s['accelerator_type']}",
             s["group"],
             _blocked(s),
@@ -140,7 +140,7 @@ def print_detail(client: Client, service: dict) -> None:
         ("Name", f"{service['tenant']}/{service['name']} (id {service['id']})"),
         ("Group", service["group"]),
         ("State", f"{service['state']}, generation {service['generation']}"),
-        ("Model", f"{service['model']} → version {service['model_version']}"),
+        ("Model", f"{service['model']} → version {service['model_version'] or '(deleted)'}"),
         ("Replicas", f"{_ready(service)} ready, min {service['min_replicas']}, max {service['max_replicas']}"),
         ("Scaling", f"{service['scale_metric']} target {service['scale_target']} per replica"),
         (

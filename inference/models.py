@@ -56,7 +56,11 @@ class InferenceService(models.Model):
     name = models.SlugField(max_length=63, help_text="Unique in the tenant; the gateway path /serve/<tenant>/<name>/")
     spec = models.JSONField(default=dict, help_text="The normalised spec, as `aipool get isvc NAME` prints it")
     model_ref = models.CharField(max_length=300, help_text="As written: namespace/name:version or :alias")
-    model_version = models.ForeignKey("registry.Version", on_delete=models.PROTECT, related_name="inference_services")
+    # Nullable: the repository may delete a version no job reads any more; the service then says so and starts no
+    # replicas until it is applied again with another version.
+    model_version = models.ForeignKey(
+        "registry.Version", null=True, blank=True, on_delete=models.SET_NULL, related_name="inference_services"
+    )
     state = models.CharField(max_length=10, choices=ServiceState.choices, default=ServiceState.PENDING)
     min_replicas = models.PositiveIntegerField(default=1)
     max_replicas = models.PositiveIntegerField(default=1)

@@ -131,7 +131,7 @@ def _follow_alias(service: InferenceService) -> None:
     """A service that names an alias (``:production``, or no version: ``latest``) follows it: when the alias moves,
     the new version rolls out like a re-apply would."""
     alias = service.model_ref.rsplit(":", 1)[-1] if ":" in service.model_ref else Alias.LATEST
-    if not alias or alias.isdigit():
+    if not alias or alias.isdigit() or service.model_version is None:
         return
     target = (
         Alias.objects.filter(collection_id=service.model_version.collection_id, name=alias)
@@ -286,6 +286,8 @@ def _job_spec(service: InferenceService, replica: Replica):
 
     partition, time_limit = partition_for_service(service)
     version = service.model_version
+    if version is None:
+        raise ValidationError(f"the model version it served ({service.model_ref}) was deleted: apply it again")
     python = env_str("AIPOOL_INFERENCE_PYTHON", sys.executable)
     bind = env_str("AIPOOL_INFERENCE_BIND", "127.0.0.1")
     command = (

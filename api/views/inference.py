@@ -133,8 +133,8 @@ class InferenceServiceSerializer(serializers.ModelSerializer):
             "updated_at",
         ]
 
-    def get_model_version(self, service) -> int:
-        return service.model_version.number
+    def get_model_version(self, service) -> int | None:
+        return service.model_version.number if service.model_version_id else None
 
     def get_ready_replicas(self, service) -> int:
         ready = getattr(service, "ready_count", None)

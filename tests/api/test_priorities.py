@@ -1,12 +1,14 @@
 """Stored priorities: the pass saves them, the API sorts by them, `jobs/priorities/` and `aipool sprio` show them."""
 
 import json
+from datetime import timedelta
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
-from jobs.models import Job
+from jobs.models import Job, SchedulerLock
 from jobs.scheduling import load_state, run_pass
 from jobs.selectors import priority_factors
 from tenants.services import limits_set, tenant_update
@@ -37,16 +39,22 @@ def test_a_pass_stores_each_pending_jobs_priority(world, queue):
     assert len({job.priority for job in queue}) == 3
 
 
-def test_a_pass_rewrites_only_priorities_that_changed(world, queue):
-    with CaptureQueriesContext(connection) as ctx:
-        run_pass()
-    # Age moves priorities by whole points only after minutes: nothing changed, nothing written.
-    assert not [q for q in ctx.captured_queries if q["sql"].startswith("UPDATE") and '"priority"' in q["sql"]]
+def _priority_writes(ctx) -> list[str]:
+    return [q["sql"] for q in ctx.captured_queries if q["sql"].startswith("UPDATE") and '"priority"' in q["sql"]]
+
+
+def test_priorities_are_rewritten_every_calc_period_only_where_they_changed(world, queue):
     Job.objects.filter(pk=queue[0].pk).update(priority=-1)
     with CaptureQueriesContext(connection) as ctx:
         run_pass()
-    writes = [q["sql"] for q in ctx.captured_queries if q["sql"].startswith("UPDATE") and '"priority"' in q["sql"]]
-    assert len(writes) == 1 and str(queue[0].pk) in writes[0]
+    # Within PriorityCalcPeriod a pass writes only jobs never stored (none here).
+    assert not _priority_writes(ctx)
+    SchedulerLock.objects.filter(pk=1).update(usage_decayed_at=timezone.now() - timedelta(days=1))
+    with CaptureQueriesContext(connection) as ctx:
+        run_pass()
+    # The period is up: what changed is written (nothing else: age moves a priority by a point in minutes).
+    (write,) = _priority_writes(ctx)
+    assert write.endswith(f'"jobs_job"."id" IN ({queue[0].pk})')
     queue[0].refresh_from_db()
     assert queue[0].priority > 0
 

@@ -170,3 +170,12 @@ def test_the_seeds_exact_yaml_plus_the_model_beside_it(world, api, model):
     assert clash.json()["errors"] == {
         "spec.model": ["the document says 'acme/classifier:production', the request says 'acme/classifier:1'"]
     }
+
+
+def test_a_service_whose_version_was_deleted_still_reads(world, api, model):
+    from registry.services import version_delete
+
+    rows = make_service(world)
+    version_delete(actor=world.alice, version=model[1])
+    body = api(world.alice).get(f"{URL}{rows['service'].pk}/").json()
+    assert body["model_version"] is None and body["model"] == "acme/classifier:production"

@@ -235,3 +235,15 @@ def test_a_service_pinned_to_a_version_does_not_move(world, fake):
     reconcile_service(service.pk)
     service.refresh_from_db()
     assert (service.model_version, service.generation) == (first, 1)
+
+
+def test_a_deleted_model_version_stops_new_replicas_with_a_reason(world, fake):
+    from registry.services import version_delete
+
+    collection, version = make_model(world.alice, world.ai_team)
+    service = apply_yaml(world.alice, seed_yaml(**{"classifier:production": "classifier:1"}))[0]
+    version_delete(actor=world.alice, version=version)  # no replica job reads it yet: the repository may delete it
+    assert reconcile_service(service.pk)["started"] == 0
+    service.refresh_from_db()
+    assert service.model_version is None
+    assert "was deleted: apply it again" in service.condition("ReplicaFailure")["message"]
