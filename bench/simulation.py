@@ -84,7 +84,9 @@ def run_policies(scenario: Scenario, names, repeat: int):
 
 
 def quality(reports) -> str:
-    base = next(r for r in reports if r.policy == BASELINE)
+    base = next((r for r in reports if r.policy == BASELINE), None)
+    if base is None:
+        return f"  (no ratios: {BASELINE} was not run)"
     lines = []
     for r in reports:
         jct = r.jct.mean / base.jct.mean if base.jct.mean else 1.0

@@ -9,6 +9,7 @@ from django.dispatch import receiver
 
 from jobs.signals import job_state_changed
 from monitoring.signals import accelerators_idle
+from vocab.states import FINAL_STATES, JobState
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +25,10 @@ def _enqueue(task, *args) -> None:
 def on_job_state_changed(sender, job, from_state: str, to_state: str, **kwargs) -> None:
     from notifications.tasks import job_changed
 
-    _enqueue(job_changed, job.pk, str(from_state), str(to_state))
+    # Only a start after waiting and an end can produce a notice: the other transitions of a burst of 1,000 jobs
+    # must not put thousands of no-op messages in front of the scheduler's on the broker.
+    if (from_state, to_state) == (JobState.PENDING, JobState.RUNNING) or to_state in FINAL_STATES:
+        _enqueue(job_changed, job.pk, str(from_state), str(to_state))
 
 
 @receiver(accelerators_idle, dispatch_uid="notifications.accelerators_idle")
