@@ -47,7 +47,9 @@ def skip_or_fail(missing: str) -> None:
     pytest.skip(missing)
 
 
-@pytest.fixture(scope="session")
+# Module scope, not session: Playwright's sync API keeps an event loop running in the main thread while it is open,
+# and other apps' page tests (and the gateway's asyncio tests) share the session; each module opens and closes its own.
+@pytest.fixture(scope="module")
 def browser():
     missing = missing_browser()
     if missing:

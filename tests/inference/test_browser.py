@@ -24,6 +24,11 @@ make_model(User.objects.get(username="alice"), Group.objects.get(name="acme-rese
 @pytest.fixture(scope="module")
 def model(stack):  # noqa: F811
     stack.manage("shell", "-c", MAKE_MODEL)
+    yield
+    # Replica jobs outlive the stack's worker (the local backend's runs are detached): stop them here.
+    from tests.conftest import _stop_leftover_jobs
+
+    _stop_leftover_jobs(stack.data_dir / "cluster")
 
 
 def document(**replace) -> str:
