@@ -75,3 +75,11 @@ def _stop_leftover_jobs(root):
     backend = LocalBackend(root=root, kill_grace_seconds=0.5)
     for run_dir in root.glob("jobs/*/run-*"):
         backend.cancel(f"{run_dir.parent.name}.{run_dir.name.removeprefix('run-')}")
+
+
+def pytest_collection_modifyitems(items):
+    # Page tests live beside each app's other tests; the marker lets CI's second database pass leave them out
+    # (they run against their own stack, whatever DATABASE_URL says).
+    for item in items:
+        if "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.browser)
