@@ -10,10 +10,9 @@ import os
 import re
 from pathlib import Path
 
-import httpx
 import pytest
 
-from tests.e2e.stack import ROOT, Stack, wait_for
+from tests.e2e.stack import ROOT, Stack
 
 # Debian's Chromium; AIPOOL_CHROMIUM points elsewhere (another distribution's path).
 CHROMIUM = os.environ.get("AIPOOL_CHROMIUM", "/usr/bin/chromium")
@@ -62,25 +61,12 @@ def browser():
         browser.close()
 
 
-def _up(stack: Stack) -> bool:
-    try:
-        return httpx.get(stack.url("/accounts/login/"), timeout=2).status_code == 200
-    except httpx.TransportError:
-        return False
-
-
 @pytest.fixture(scope="module")
 def stack(browser, tmp_path_factory):
     """The README's embedded default: demo data, a worker that schedules and runs jobs, gunicorn serving pages."""
     stack = Stack(tmp_path_factory.mktemp("browser-stack"))
     try:
-        stack.manage("migrate", "--no-input")
-        stack.manage("seed_demo")
-        stack.manage("collectstatic", "--no-input")
-        stack.start_worker()
-        stack.start_web()
-        wait_for(lambda: _up(stack), timeout=30)
-        yield stack
+        yield stack.serve_demo(static=True)
     finally:
         stack.close()
 

@@ -120,6 +120,25 @@ class Stack:
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}{path}"
 
+    def is_up(self) -> bool:
+        import httpx
+
+        try:
+            return httpx.get(self.url("/accounts/login/"), timeout=2).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    def serve_demo(self, *, static: bool = False) -> Stack:
+        """The README's embedded default: migrated, demo data, a worker with beat, gunicorn answering pages."""
+        self.manage("migrate", "--no-input")
+        self.manage("seed_demo")
+        if static:
+            self.manage("collectstatic", "--no-input")
+        self.start_worker()
+        self.start_web()
+        wait_for(self.is_up, timeout=30)
+        return self
+
     def close(self) -> None:
         for process in (self.worker, self.web):
             if process and process.poll() is None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.stack import Stack, wait_for
+from tests.e2e.stack import Stack
 
 pytestmark = pytest.mark.slow
 AIPOOL = str(Path(sys.executable).with_name("aipool"))
@@ -19,20 +19,8 @@ AIPOOL = str(Path(sys.executable).with_name("aipool"))
 @pytest.fixture
 def stack(tmp_path):
     stack = Stack(tmp_path)
-    stack.manage("migrate", "--no-input")
-    stack.manage("seed_demo")
-    stack.start_worker()
-    stack.start_web()
-    wait_for(lambda: _up(stack), timeout=30)
-    yield stack
+    yield stack.serve_demo()
     stack.close()
-
-
-def _up(stack) -> bool:
-    try:
-        return httpx.get(stack.url("/accounts/login/")).status_code == 200
-    except httpx.TransportError:
-        return False
 
 
 def test_ci_flow_over_http(stack):

@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from tests.browser.conftest import _up, browser, console, log_in, page, screenshot  # noqa: F401  (fixtures)
+from tests.browser.conftest import browser, console, log_in, page, screenshot  # noqa: F401  (fixtures)
 from tests.browser.test_portal import submit_job, watch_states
-from tests.e2e.stack import Stack, wait_for
+from tests.e2e.stack import Stack
 
 pytestmark = pytest.mark.slow
 PORT = 18311  # h11a's range: several stacks run on this machine at once
@@ -21,13 +21,7 @@ def stack(browser, tmp_path_factory):  # noqa: F811
     stack.env.update({"AIPOOL_MONITOR_SECONDS": "1", "AIPOOL_IDLE_MINUTES": "0.05"})
     stack.port = int(os.environ.get("AIPOOL_TEST_MONITORING_PORT", PORT))
     try:
-        stack.manage("migrate", "--no-input")
-        stack.manage("seed_demo")
-        stack.manage("collectstatic", "--no-input")
-        stack.start_worker()
-        stack.start_web()
-        wait_for(lambda: _up(stack), timeout=30)
-        yield stack
+        yield stack.serve_demo(static=True)
     finally:
         stack.close()
 

@@ -13,17 +13,10 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.e2e.stack import ROOT, Stack, wait_for
+from tests.e2e.stack import ROOT, Stack
 
 pytestmark = pytest.mark.slow
 PORT = 18312  # h11a's range
-
-
-def _up(stack: Stack) -> bool:
-    try:
-        return httpx.get(stack.url("/accounts/login/"), timeout=2).status_code == 200
-    except httpx.TransportError:
-        return False
 
 
 @pytest.fixture(scope="module")
@@ -32,12 +25,7 @@ def stack(tmp_path_factory):
     stack.env.update({"AIPOOL_MONITOR_SECONDS": "1", "AIPOOL_IDLE_MINUTES": "0.05"})
     stack.port = int(os.environ.get("AIPOOL_TEST_MONITORING_CLI_PORT", PORT))
     try:
-        stack.manage("migrate", "--no-input")
-        stack.manage("seed_demo")
-        stack.start_worker()
-        stack.start_web()
-        wait_for(lambda: _up(stack), timeout=30)
-        yield stack
+        yield stack.serve_demo()
     finally:
         stack.close()
 
