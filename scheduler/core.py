@@ -124,6 +124,9 @@ class Planner:
         self._future_chains: set[tuple[str, ...]] = set()
         self._nodes: NodeSlots | None = None
         self._limits: LimitSlots | None = None
+        # Partitions whose every slot is held past the planning window: their waiting jobs are not planned. Slots only
+        # free later as a walk goes on, so a partition never leaves this set.
+        self._saturated: set[str] = set()
 
     # --- deciding -------------------------------------------------------------------------------------------------
 
@@ -137,6 +140,26 @@ class Planner:
         outcome = self.evaluate(job)
         self.commit(job, outcome)
         return outcome
+
+    def advance(self, job: JobRequest) -> None:
+        """`step` for a job whose reason nobody reads: the jobs ahead of the one an explanation is about.
+
+        A job whose shape already failed to fit now, in a partition that already has its reservation, can neither
+        start nor reserve: it is only planned, without asking which limit holds it (a third of an explanation's walk
+        went to that question and the saturation check)."""
+        if not (self.plan_ahead and job.partition in self.reserved_in and self._known_not_to_fit(job)):
+            self.step(job)
+            return
+        self.waiting.setdefault(job.partition, []).append(job)
+        start, chosen = self._plan(job)
+        self.planned[job.id] = start
+        if start is not None:
+            self._hold_future(job, start, chosen)
+
+    def _known_not_to_fit(self, job: JobRequest) -> bool:
+        open_only = self.now + job.time_limit * self._minute > self._first_reserved
+        failed = self._failed.get(self._shape_key(job, open_only))
+        return failed is not None and job.nodes >= failed
 
     def evaluate(self, job: JobRequest) -> Outcome:
         """What this pass would do with `job` at its place in the queue; changes nothing."""
@@ -156,13 +179,22 @@ class Planner:
             reason = Reason.PRIORITY
         else:
             reason = cause.code
-        if not self.plan_ahead or self.node_slots().first_free(job.partition) > self.horizon:
+        if not self.plan_ahead:
             return Outcome(WAIT, reason, None, (), cause)
+        start, chosen = self._plan(job)
+        return Outcome(WAIT, reason, start, chosen, cause)
+
+    def _plan(self, job: JobRequest) -> tuple[float | None, tuple[int, ...]]:
+        """Where a waiting job goes in the plan; (None, ()) beyond the planning window (Slurm's bf_window): not
+        planned, so it holds nothing in the plan."""
+        if job.partition in self._saturated:
+            return None, ()
         found = self.earliest(job, admitted=False)
         if not found or found[0] > self.horizon:
-            # Beyond the planning window (Slurm's bf_window): not planned, so it holds nothing in the plan.
-            return Outcome(WAIT, reason, None, (), cause)
-        return Outcome(WAIT, reason, found[0], tuple(found[1]), cause)
+            if self.node_slots().first_free(job.partition) > self.horizon:
+                self._saturated.add(job.partition)
+            return None, ()
+        return found[0], tuple(found[1])
 
     def overlaps_reservation(self, end: float) -> bool:
         return end > self._first_reserved
@@ -189,8 +221,8 @@ class Planner:
         return job.max_switches or self.pool.ideal_switches(job)
 
     def place_now(self, job: JobRequest, *, open_only: bool) -> list[int] | None:
-        bound = self.switch_limit(job, self.now) if job.topology_aware or job.max_switches else None
-        key = (open_only, job.partition, job.accelerators_per_node, job.cpus_per_node, job.memory_per_node, bound)
+        key = self._shape_key(job, open_only)
+        bound = key[-1]
         failed = self._failed.get(key)
         # Free resources only shrink during a pass: a shape that did not fit does not fit with more nodes either.
         if failed is not None and job.nodes >= failed:
@@ -199,6 +231,10 @@ class Planner:
         if chosen is None:
             self._failed[key] = job.nodes if failed is None else min(failed, job.nodes)
         return chosen
+
+    def _shape_key(self, job: JobRequest, open_only: bool) -> tuple:
+        bound = self.switch_limit(job, self.now) if job.topology_aware or job.max_switches else None
+        return (open_only, job.partition, job.accelerators_per_node, job.cpus_per_node, job.memory_per_node, bound)
 
     def earliest(self, job: JobRequest, *, admitted: bool) -> tuple[float, list[int]] | None | bool:
         """Planned (start, nodes); None when no nodes can ever hold it; False when a limit never will."""
@@ -258,7 +294,7 @@ class Planner:
             detail = "" if self.plan_ahead else self._detail(job, outcome)
             self.decisions.blocked.append(Block(job.id, outcome.reason, detail))
             if outcome.start is not None:
-                self._hold_future(job, outcome)
+                self._hold_future(job, outcome.start, outcome.chosen)
 
     def _start(self, job: JobRequest, outcome: Outcome) -> None:
         end = self.now + self.policy.duration(job.time_limit)
@@ -290,11 +326,11 @@ class Planner:
             Reservation(job.id, outcome.start, nodes, self.pool.switches_of(outcome.chosen))
         )
         self.decisions.blocked.append(Block(job.id, Reason.RESOURCES, self._detail(job, outcome)))
-        self._hold_future(job, outcome)
+        self._hold_future(job, outcome.start, outcome.chosen)
 
-    def _hold_future(self, job: JobRequest, outcome: Outcome) -> None:
-        end = outcome.start + job.time_limit * self._minute
-        self.node_slots().commit(job, outcome.chosen, end)
+    def _hold_future(self, job: JobRequest, start: float, chosen: tuple[int, ...]) -> None:
+        end = start + job.time_limit * self._minute
+        self.node_slots().commit(job, chosen, end)
         self.future.append((job, end))
         if job.associations not in self._future_chains:
             self._future_chains.add(job.associations)

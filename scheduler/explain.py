@@ -10,9 +10,11 @@ planned once for all of them.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from scheduler.admission import TRES_MINS_REASON, Cause, violations
 from scheduler.core import DEFAULT_POLICY, START, Outcome, Planner, format_duration, paused_gc, queue_order
@@ -83,18 +85,15 @@ def explain(
     probes.sort(key=lambda p: p.key)
     planner = Planner(nodes, limits, usage, now, running=running, policy=policy, plan_ahead=True)
     result = Explanation(job_id, Reason.NONE, None)
-    pending = list(probes)
+    walked = 0
     with paused_gc():
-        for job in ordered:
-            if not pending:
-                break
-            if job.id == job_id:
-                continue
-            key = (-job.priority, job.submitted_at, job.id)
-            while pending and pending[0].key < key:
-                _evaluate(planner, pending.pop(0), target, result, probes)
-            planner.step(job)
-        for probe in pending:
+        for probe in list(probes):
+            # Each probe is evaluated after exactly the jobs that sort before it (the target itself is not one).
+            ahead = bisect.bisect_left(ordered, probe.key, lo=walked, key=attrgetter("order_key"))
+            for job in ordered[walked:ahead]:
+                if job.id != job_id:
+                    planner.advance(job)
+            walked = max(walked, ahead)
             _evaluate(planner, probe, target, result, probes)
     result.suggestions = _choose(head, probes, now)
     return result

@@ -23,7 +23,6 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from scheduler.model import AssocLimits, AssocUsage, JobRequest
 from scheduler.placement import Pool, choose_switches
-from vocab.tres import ACCEL
 
 Shape = tuple[int, int, int]  # accelerators, cpus, memory
 
@@ -132,13 +131,13 @@ class NodeSlots:
         if job.nodes == 1:
             best = None
             for cls, d in options:
-                top = self._peek(cls.heap(d), d)
+                top = self._peek(cls.heaps[d] or cls.heap(d), d)
                 if top is not None and (best is None or top < best):
                     best = top
             return None if best is None else (max(best[0], self.now), [best[1]])
         picked: list[tuple[float, int]] = []
         for cls, d in options:
-            picked.extend(self._smallest(cls.heap(d), d, job.nodes))
+            picked.extend(self._smallest(cls.heaps[d] or cls.heap(d), d, job.nodes))
         if len(picked) < job.nodes:
             return None
         picked.sort()
@@ -151,13 +150,13 @@ class NodeSlots:
         return min((top[0] for top in tops if top is not None), default=math.inf)
 
     def _peek(self, heap: list[tuple[float, int]], d: int) -> tuple[float, int] | None:
-        slots, replace = self.slots, heapq.heapreplace
+        slots, replace, at = self.slots, heapq.heapreplace, d - 1
         while heap:
-            key, i = heap[0]
-            actual = slots[i][d - 1]
-            if actual == key:
-                return heap[0]
-            replace(heap, (actual, i))
+            top = heap[0]
+            actual = slots[top[1]][at]
+            if actual == top[0]:
+                return top
+            replace(heap, (actual, top[1]))
         return None
 
     def _smallest(self, heap: list[tuple[float, int]], d: int, count: int) -> list[tuple[float, int]]:
@@ -229,7 +228,7 @@ class NodeSlots:
             if need >= len(old):
                 if old[0] >= end:
                     continue
-                new = [x if x > end else end for x in old]
+                new = [end] * len(old) if old[-1] <= end else [x if x > end else end for x in old]
             else:
                 new = sorted(old[need:] + [x if x > end else end for x in old[:need]])
             # Times only grow, so the heaps' entries for this node become lower bounds: _peek raises them.
@@ -263,7 +262,10 @@ class _Headroom:
             return None
         if amount <= 0:
             return self.now
-        heap, taken, got = self.heap, [], 0
+        heap = self.heap
+        if heap[0][1] >= amount:  # the run that frees first is enough: the usual case, no pops
+            return max(heap[0][0], self.now)
+        taken, got = [], 0
         while got < amount:
             run = heapq.heappop(heap)
             taken.append(run)
@@ -275,6 +277,13 @@ class _Headroom:
     def commit(self, amount: int, end: float) -> None:
         heap, got, freed = self.heap, 0, 0
         amount = min(amount, self.cap)
+        if amount <= 0:
+            return
+        when, size = heap[0]
+        if size > amount and when <= end:  # the usual case: part of the first run, freed again at `end`
+            heapq.heapreplace(heap, (when, size - amount))
+            heapq.heappush(heap, (end, amount))
+            return
         later = []
         while got < amount:
             when, size = heapq.heappop(heap)
@@ -310,6 +319,8 @@ class LimitSlots:
             self._remember(job, end)
         self.dims: dict[tuple, _Headroom] = {}
         self._chains: dict[tuple, list[tuple[_Headroom, str | None]]] = {}
+        self._last_job: JobRequest | None = None
+        self._last_draws: list[tuple[_Headroom, int]] = []  # a job is planned, then committed: one lookup for both
         self.planned_minutes: dict[tuple[str, str], float] = {}
 
     def _remember(self, job: JobRequest, end: float) -> None:
@@ -331,7 +342,7 @@ class LimitSlots:
 
     def _dims_for(self, job: JobRequest) -> list[tuple[_Headroom, str | None]]:
         """The headrooms a job draws on, with the TRES it draws (None: one job). Cached per chain and user."""
-        signature = (job.associations, job.user, job.tres[ACCEL] > 0)
+        signature = (job.associations, job.user, job.accelerators_per_node > 0)
         dims = self._chains.get(signature)
         if dims is not None:
             return dims
@@ -367,21 +378,30 @@ class LimitSlots:
         return True
 
     def earliest(self, job: JobRequest) -> float | None:
-        if not self.within_budgets(job):
+        if self._budgeted and not self.within_budgets(job):
             return None
         when = self.now
-        for units, name in self._dims_for(job):
-            at = units.earliest(job.tres[name] if name else 1)
+        for units, amount in self._draws(job):
+            at = units.earliest(amount)
             if at is None:
                 return None
             if at > when:
                 when = at
         return when
 
+    def _draws(self, job: JobRequest) -> list[tuple[_Headroom, int]]:
+        """(headroom, amount) for each limit the job draws on; kept for the job's commit, which follows at once."""
+        if job is self._last_job:
+            return self._last_draws
+        tres = job.tres
+        draws = [(units, tres[name] if name else 1) for units, name in self._dims_for(job)]
+        self._last_job, self._last_draws = job, draws
+        return draws
+
     def commit(self, job: JobRequest, end: float, *, charged: bool) -> None:
         """Hold the job's headroom until `end`. `charged`: its minutes are already in `usage` (it starts now)."""
-        for units, name in self._dims_for(job):
-            units.commit(job.tres[name] if name else 1, end)
+        for units, amount in self._draws(job):
+            units.commit(amount, end)
         self._remember(job, end)
         if not charged and self._budgeted:
             for key in job.associations:

@@ -1,7 +1,11 @@
 """Explanations from the pure core: every cause with numbers, the estimated start, suggestions that start sooner."""
 
+import copy
+import random
+
 import pytest
 
+from scheduler.core import Planner
 from scheduler.explain import explain
 from scheduler.model import AssocLimits, AssocUsage
 from scheduler.policy import Policy, Weights
@@ -142,3 +146,44 @@ def test_estimate_of_the_reserved_job_is_when_it_really_starts_if_nothing_else_c
     assert replay.started[1] == estimates[1] == 1200
     assert replay.started[2] == estimates[2] == 0  # backfills: ends at 300, before the reservation
     assert replay.started[3] == pytest.approx(estimates[3])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_explanations_agree_with_one_full_plan_of_a_random_queue(seed):
+    """explain() plans the jobs ahead without their reasons (a shortcut); the plan must be the one a full walk makes:
+    same estimated start and reason for every job, with limits, reservations, a short window and topology in play."""
+    rng = random.Random(seed)
+    nodes = pool(switches=3, per_switch=4)
+    running = [
+        occupy(nodes, job(1000 + i, apn=rng.choice([2, 4, 8])), [nodes[i].name], rng.choice([600, 3600, 7200]))
+        for i in range(0, 12, 2)
+    ]
+    limits = {
+        "group:g1": AssocLimits(name="group g1", grp_tres={"gres/accelerator": 24}),
+        "tenant:b": AssocLimits(name="tenant b", grp_jobs=5),
+    }
+    chains = [("tenant:a", "group:g1"), ("tenant:a", "group:g2"), ("tenant:b", "group:g3")]
+    queue = [
+        job(
+            k,
+            nodes=rng.choice([1, 1, 1, 2, 3, 5]),
+            apn=rng.choice([1, 2, 4, 8]),
+            assoc=rng.choice(chains),
+            user=rng.choice(["u", "v"]),
+            time_limit=rng.choice([30, 60, 240, 600]),
+            priority=rng.randrange(5),
+            topology_aware=rng.random() < 0.2,
+        )
+        for k in range(1, 121)
+    ]
+    policy = Policy(plan_window=rng.choice([4 * 3600.0, 24 * 3600.0]))
+    usage = usage_of(running)
+    planner = Planner(copy.deepcopy(nodes), limits, usage, 0, running=running, policy=policy, plan_ahead=True)
+    outcomes = {j.id: planner.step(j) for j in sorted(queue, key=lambda j: j.order_key)}
+    planned = [j for j in queue if outcomes[j.id].start not in (None, 0)]
+    assert planned, "the random queue must put some jobs into the future plan"
+    for target in rng.sample(queue, 25):
+        result = explain(nodes, queue, limits, usage, 0, target.id, running=running, policy=policy)
+        outcome = outcomes[target.id]
+        assert result.estimated_start == outcome.start
+        assert result.reason == ("None" if outcome.kind == "start" else outcome.reason)
