@@ -52,16 +52,19 @@ class _Class:
     """The nodes of one partition with one shape, with a heap per demand d keyed on each node's d-th free time.
 
     A heap is built the first time a job with that demand asks (a pass usually asks for one), then kept current.
+    Nodes taken off a heap to answer a multi-node query are set aside and pushed back at the next query, keyed on
+    their times then: the plan usually commits a job on them in between, and pushing them back at once would have put
+    in entries that were stale the moment after (two heap operations per node instead of one).
     """
 
-    __slots__ = ("shape", "members", "heaps", "slots", "built")
+    __slots__ = ("shape", "members", "heaps", "slots", "aside")
 
     def __init__(self, shape: Shape, members: list[int], slots: list[list[float]]):
         self.shape = shape
         self.members = members
         self.slots = slots
         self.heaps: list[list[tuple[float, int]] | None] = [None] * (slot_count(shape) + 1)
-        self.built: list[int] = []
+        self.aside: list[list[int]] = [[] for _ in self.heaps]
 
     def heap(self, d: int) -> list[tuple[float, int]]:
         heap = self.heaps[d]
@@ -69,7 +72,12 @@ class _Class:
             slots = self.slots
             heap = self.heaps[d] = [(slots[i][d - 1], i) for i in self.members]
             heapq.heapify(heap)
-            self.built.append(d)
+        aside = self.aside[d]
+        if aside:
+            slots, push, at = self.slots, heapq.heappush, d - 1
+            for i in aside:
+                push(heap, (slots[i][at], i))
+            aside.clear()
         return heap
 
 
@@ -131,13 +139,13 @@ class NodeSlots:
         if job.nodes == 1:
             best = None
             for cls, d in options:
-                top = self._peek(cls.heaps[d] or cls.heap(d), d)
+                top = self._peek(cls.heap(d), d)
                 if top is not None and (best is None or top < best):
                     best = top
             return None if best is None else (max(best[0], self.now), [best[1]])
         picked: list[tuple[float, int]] = []
         for cls, d in options:
-            picked.extend(self._smallest(cls.heaps[d] or cls.heap(d), d, job.nodes))
+            picked.extend(self._smallest(cls, d, job.nodes))
         if len(picked) < job.nodes:
             return None
         picked.sort()
@@ -159,17 +167,18 @@ class NodeSlots:
             replace(heap, (actual, top[1]))
         return None
 
-    def _smallest(self, heap: list[tuple[float, int]], d: int, count: int) -> list[tuple[float, int]]:
-        slots, valid, replace, pop = self.slots, [], heapq.heapreplace, heapq.heappop
+    def _smallest(self, cls: _Class, d: int, count: int) -> list[tuple[float, int]]:
+        """The `count` nodes whose d-th slot frees first; they stay aside until the class's next query."""
+        heap = cls.heap(d)
+        slots, valid, replace, pop, at = self.slots, [], heapq.heapreplace, heapq.heappop, d - 1
         while heap and len(valid) < count:
-            key, i = heap[0]
-            actual = slots[i][d - 1]
-            if actual == key:
+            top = heap[0]
+            actual = slots[top[1]][at]
+            if actual == top[0]:
                 valid.append(pop(heap))
             else:
-                replace(heap, (actual, i))
-        for entry in valid:
-            heapq.heappush(heap, entry)
+                replace(heap, (actual, top[1]))
+        cls.aside[d].extend(i for _, i in valid)
         return valid
 
     def _constrained(self, job: JobRequest, options, max_switches: int) -> tuple[float, list[int]] | None:
