@@ -591,9 +591,12 @@ class JobCreateSerializer(serializers.Serializer):
             raise serializers.ValidationError({"non_field_errors": ["expected a JSON object"]})
         errors: dict[str, list[str]] = {}
         # A misspelt field would otherwise be silently ignored, e.g. "accelerators" leaving a job with none.
+        # The declared names, not self.fields: binding 17 field objects per submit only to read their names costs more
+        # than the rest of the parsing.
+        known = self._declared_fields
         for key, value in data.items():
-            if key not in self.fields:
-                errors[str(key)] = [f"unknown field; known fields are {', '.join(self.fields)}"]
+            if key not in known:
+                errors[str(key)] = [f"unknown field; known fields are {', '.join(known)}"]
             elif has_nul(value):
                 errors[key] = ["cannot contain NUL (0x00) characters"]
         if errors:

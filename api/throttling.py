@@ -38,6 +38,25 @@ def _cache(url: str, database: str):
     return RedisCache(url, {"KEY_PREFIX": f"aipool-throttle:{database}"})
 
 
+def count_hit(cache, key: str, *, timeout: int) -> int:
+    """Add one to the window's count and return it; the key lives `timeout` seconds from its first hit."""
+    from django.core.cache.backends.redis import RedisCache
+
+    if isinstance(cache, RedisCache):
+        # One round trip: Django's add + incr take three (incr asks EXISTS first), on every API request.
+        key = cache.make_and_validate_key(key)
+        pipe = cache._cache.get_client(key, write=True).pipeline(transaction=False)
+        pipe.set(key, 0, ex=timeout, nx=True)
+        pipe.incr(key)
+        return pipe.execute()[1]
+    cache.add(key, 0, timeout=timeout)
+    try:
+        return cache.incr(key)
+    except ValueError:  # the window's key expired between add and incr
+        cache.set(key, 1, timeout=timeout)
+        return 1
+
+
 class TokenRateThrottle(SimpleRateThrottle):
     scope = "api"
 
@@ -59,14 +78,7 @@ class TokenRateThrottle(SimpleRateThrottle):
         window = int(self.now // self.duration)
         self.window_end = (window + 1) * self.duration
         key = f"{self.get_cache_key(request, view)}:{window}"
-        cache = throttle_cache()
-        cache.add(key, 0, timeout=self.duration + 1)
-        try:
-            count = cache.incr(key)
-        except ValueError:  # the window's key expired between add and incr
-            cache.set(key, 1, timeout=self.duration + 1)
-            count = 1
-        return count <= self.num_requests
+        return count_hit(throttle_cache(), key, timeout=self.duration + 1) <= self.num_requests
 
     def wait(self) -> float:
         return max(1, math.ceil(self.window_end - self.now))

@@ -211,16 +211,44 @@ def submit_suite(args) -> None:
                 f"(runs: {', '.join(f'{r:.0f}' for r in rates)}/s; median run: {result['created']} created, "
                 f"{result['stored']} rows, {result['other']} other answers, {result['socket_errors']} socket errors)"
             )
+            cpu = result["cpu_ms"]
+            print(f"       CPU per stored job: {', '.join(f'{k} {v:.1f} ms' for k, v in cpu.items())}")
     finally:
         stop_stack(stack)
 
 
 def _submit_run(wrk: str, stack: Stack, script: Path, secret: str, clients: int, seconds: int) -> tuple[float, dict]:
     before = sql(stack, "SELECT count(*) FROM jobs_job")[0][0]
+    cpu_before = cpu_seconds(stack)
     result = run_wrk(wrk, stack, script, secret, clients=clients, seconds=seconds)
     time.sleep(1)  # requests still in flight when wrk stopped are counted below too
+    cpu_after = cpu_seconds(stack)
     result["stored"] = sql(stack, "SELECT count(*) FROM jobs_job")[0][0] - before
+    result["cpu_ms"] = {k: (cpu_after[k] - cpu_before[k]) * 1000 / max(1, result["stored"]) for k in cpu_after}
     return result["created"] / result["seconds"], result
+
+
+def cpu_seconds(stack: Stack) -> dict[str, float]:
+    """CPU seconds (user + system) so far of the gunicorn and Celery process trees and of every PostgreSQL process
+    (the benchmark's database shares the server with whatever else runs on it), from /proc (Linux only). A process
+    that ended is counted once its parent has reaped it."""
+    sessions = {"web": stack.web.pid if stack.web else None, "worker": stack.worker.pid if stack.worker else None}
+    totals = dict.fromkeys(["web", "worker", "postgres"], 0.0)
+    tick = os.sysconf("SC_CLK_TCK")
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            name, fields = stat.read_text().rsplit(")", 1)
+        except OSError:
+            continue
+        fields = fields.split()
+        # Its own time and that of its children it has reaped: gunicorn, Celery and PostgreSQL replace processes.
+        seconds = sum(int(value) for value in fields[11:15]) / tick
+        owner = next((k for k, sid in sessions.items() if sid is not None and int(fields[3]) == sid), None)
+        if owner is None and name.endswith("(postgres"):
+            owner = "postgres"
+        if owner is not None:
+            totals[owner] += seconds
+    return totals
 
 
 def fill_the_pool(stack: Stack) -> None:

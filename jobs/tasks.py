@@ -13,14 +13,18 @@ def _backend_schedules_itself() -> bool:
     return get_backend().schedules_itself
 
 
-@shared_task(acks_late=True, ignore_result=True)
-def schedule_pass() -> list[int]:
+@shared_task(bind=True, acks_late=True, ignore_result=True)
+def schedule_pass(self) -> list[int]:
     from jobs.runs import dispatch_to_self_scheduling_backend, launch_started
-    from jobs.scheduling import run_pass
+    from jobs.scheduling import run_pass, wait_for_min_interval
 
     if _backend_schedules_itself():
         # Slurm places jobs itself: hand the pending ones over instead of allocating them here.
         return dispatch_to_self_scheduling_backend()
+    if not (self.request.called_directly or self.request.is_eager):
+        # In a worker only: run inline (tests, AIPOOL_CELERY_EAGER) the task is part of a request, which must not
+        # sleep, and has no burst to gather.
+        wait_for_min_interval()
     started = run_pass()
     launch_started(started)
     return started

@@ -75,14 +75,14 @@ def test_the_portal_imports_the_public_check_only():
 
 def test_a_submit_stays_within_its_query_budget(world, django_assert_max_num_queries):
     job_submit(user=world.alice, group=world.ai_team, spec=spec(), idempotency_key="warm")
-    # Idempotency lookup, allowed partitions, node shape, chain, job, event, audit, and the savepoint pair of the
-    # test's transaction; the memberships were read before (by the request in the API), the pass-request flag is set
-    # after commit. No GrpSubmitJobs: nothing is counted and no lock is taken.
-    with django_assert_max_num_queries(9):
+    # Idempotency lookup, allowed partitions with their node shape, chain, job, event, audit, and the savepoint pair of
+    # the test's transaction; the memberships were read before (by the request in the API), the pass-request flag is
+    # read after commit. No GrpSubmitJobs: nothing is counted and no lock is taken.
+    with django_assert_max_num_queries(8):
         job_submit(user=world.alice, group=world.ai_team, spec=spec(), idempotency_key="k1")
     limits_set(actor=None, target=world.ai_team, changes={"grp_submit_jobs": 100})
     # With GrpSubmitJobs: the tenant's row lock and the count, taken last (it was 13 queries before, lock first).
-    with django_assert_max_num_queries(11):
+    with django_assert_max_num_queries(10):
         job_submit(user=world.alice, group=world.ai_team, spec=spec(), idempotency_key="k2")
 
 
