@@ -147,19 +147,18 @@ class Planner:
         A job whose shape already failed to fit now, in a partition that already has its reservation, can neither
         start nor reserve: it is only planned, without asking which limit holds it (a third of an explanation's walk
         went to that question and the saturation check)."""
-        if not (self.plan_ahead and job.partition in self.reserved_in and self._known_not_to_fit(job)):
-            self.step(job)
-            return
-        self.waiting.setdefault(job.partition, []).append(job)
-        start, chosen = self._plan(job)
-        self.planned[job.id] = start
-        if start is not None:
-            self._hold_future(job, start, chosen)
-
-    def _known_not_to_fit(self, job: JobRequest) -> bool:
-        open_only = self.now + job.time_limit * self._minute > self._first_reserved
-        failed = self._failed.get(self._shape_key(job, open_only))
-        return failed is not None and job.nodes >= failed
+        partition = job.partition
+        if self.plan_ahead and partition in self.reserved_in:
+            open_only = self.now + job.time_limit * self._minute > self._first_reserved
+            failed = self._failed.get(self._shape_key(job, open_only))
+            if failed is not None and job.nodes >= failed:
+                self.waiting[partition].append(job)  # the reserved job is there already
+                start, chosen = self._plan(job)
+                self.planned[job.id] = start
+                if start is not None:
+                    self._hold_future(job, start, chosen)
+                return
+        self.step(job)
 
     def evaluate(self, job: JobRequest) -> Outcome:
         """What this pass would do with `job` at its place in the queue; changes nothing."""

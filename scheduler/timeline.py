@@ -324,6 +324,15 @@ class LimitSlots:
         self.limits, self.usage, self.now = limits, usage, now
         self._budgeted = any(limit.grp_tres_mins for limit in limits.values())
         self.by_key: dict[str, list[tuple[JobRequest, float]]] = {}
+        # Holdings are remembered per limit only to build its headrooms lazily; a limit whose every headroom exists
+        # (no MaxTRESPerUser: a new user could still ask for one) needs no more of them.
+        self._unbuilt: dict[str, set[tuple[str, str]]] = {
+            key: {("tres", name) for name in limit.grp_tres}
+            | ({("jobs", "jobs")} if limit.grp_jobs is not None else set())
+            for key, limit in limits.items()
+            if not limit.max_tres_per_user
+        }
+        self._remembered = {key for key in limits if key not in self._unbuilt or self._unbuilt[key]}
         for job, end in holdings:
             self._remember(job, end)
         self.dims: dict[tuple, _Headroom] = {}
@@ -334,7 +343,7 @@ class LimitSlots:
 
     def _remember(self, job: JobRequest, end: float) -> None:
         for key in job.associations:
-            if key in self.limits:
+            if key in self._remembered:
                 self.by_key.setdefault(key, []).append((job, end))
 
     def _dim(self, key: str, kind: str, name: str, cap: int, user: str = "") -> _Headroom:
@@ -347,6 +356,12 @@ class LimitSlots:
                 if kind != "user" or job.user == user
             ]
             units = self.dims[dim_key] = _Headroom(cap, held, self.now)
+            unbuilt = self._unbuilt.get(key)
+            if unbuilt is not None:
+                unbuilt.discard((kind, name))
+                if not unbuilt:
+                    self._remembered.discard(key)
+                    self.by_key.pop(key, None)
         return units
 
     def _dims_for(self, job: JobRequest) -> list[tuple[_Headroom, str | None]]:
