@@ -178,8 +178,7 @@ def group_update(
         ]
         group.default_partition = new_default
     if shares is not None and shares != group.shares:
-        if shares < 1:
-            raise ValidationError({"shares": "Fairshare must be at least 1"})
+        _check_shares(shares)
         changes["shares"] = [group.shares, shares]
         group.shares = shares
     if description is not None and description != group.description:

@@ -40,6 +40,39 @@ def world(pool):
 
 
 @pytest.fixture
+def api():
+    """``api(user, scopes=..., expires_days=...)``: an APIClient sending a fresh personal access token of `user` (read
+    and write unless told); no user: anonymous."""
+    from rest_framework.test import APIClient
+
+    from api.services import token_create
+
+    def make(user=None, scopes=("read", "write"), expires_days=None) -> APIClient:
+        client = APIClient()
+        if user is not None:
+            _, secret = token_create(user=user, name="test", scopes=scopes, expires_days=expires_days)
+            client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+        return client
+
+    return make
+
+
+@pytest.fixture
+def fresh_throttle_counters(request, monkeypatch):
+    """Throttle counters live in the cache, which outlives a test's database rollback: keep them in this process's
+    cache (not the shared Redis one) and start each test from zero. API-heavy folders make it autouse."""
+    if not request.config.pluginmanager.hasplugin("django"):
+        yield
+        return
+    from django.core.cache import cache
+
+    monkeypatch.setenv("AIPOOL_THROTTLE_CACHE", "local")
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture
 def default_partition(db):
     from cluster.models import Partition
 

@@ -1,6 +1,5 @@
 import pytest
 from django.core.cache import cache
-from rest_framework.test import APIClient
 
 from api.services import token_create
 
@@ -10,19 +9,6 @@ def _fresh_throttle_counters():
     cache.clear()
     yield
     cache.clear()
-
-
-@pytest.fixture
-def api():
-    """``api(user)``: an APIClient sending a fresh personal access token of `user`."""
-
-    def make(user, scopes=("read", "write")) -> APIClient:
-        client = APIClient()
-        _, secret = token_create(user=user, name="test", scopes=scopes, expires_days=None)
-        client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
-        return client
-
-    return make
 
 
 @pytest.fixture
