@@ -149,9 +149,8 @@ class Planner:
         went to that question and the saturation check)."""
         partition = job.partition
         if self.plan_ahead and partition in self.reserved_in:
-            open_only = self.now + job.time_limit * self._minute > self._first_reserved
-            failed = self._failed.get(self._shape_key(job, open_only))
-            if failed is not None and job.nodes >= failed:
+            open_only = self.overlaps_reservation(self.now + job.time_limit * self._minute)
+            if self._known_not_to_fit(job, self._shape_key(job, open_only)):
                 self.waiting[partition].append(job)  # the reserved job is there already
                 start, chosen = self._plan(job)
                 self.planned[job.id] = start
@@ -166,7 +165,7 @@ class Planner:
         if cause is None:
             if not self.reservations or self.spares_reservations(job):
                 end = self.now + job.time_limit * self._minute
-                chosen = self.place_now(job, open_only=end > self._first_reserved)
+                chosen = self.place_now(job, open_only=self.overlaps_reservation(end))
                 if chosen is not None:
                     return Outcome(START, Reason.NONE, self.now, tuple(chosen))
             if job.partition not in self.reserved_in:
@@ -221,15 +220,17 @@ class Planner:
 
     def place_now(self, job: JobRequest, *, open_only: bool) -> list[int] | None:
         key = self._shape_key(job, open_only)
-        bound = key[-1]
-        failed = self._failed.get(key)
-        # Free resources only shrink during a pass: a shape that did not fit does not fit with more nodes either.
-        if failed is not None and job.nodes >= failed:
+        if self._known_not_to_fit(job, key):
             return None
-        chosen = self.pool.find(job, open_only=open_only, max_switches=bound)
+        chosen = self.pool.find(job, open_only=open_only, max_switches=key[-1])
         if chosen is None:
-            self._failed[key] = job.nodes if failed is None else min(failed, job.nodes)
+            self._failed[key] = min(self._failed.get(key, job.nodes), job.nodes)
         return chosen
+
+    def _known_not_to_fit(self, job: JobRequest, key: tuple) -> bool:
+        """Free resources only shrink during a pass: a shape that did not fit does not fit with more nodes either."""
+        failed = self._failed.get(key)
+        return failed is not None and job.nodes >= failed
 
     def _shape_key(self, job: JobRequest, open_only: bool) -> tuple:
         bound = self.switch_limit(job, self.now) if job.topology_aware or job.max_switches else None
